@@ -1,0 +1,37 @@
+# Every target sets itself up: it creates .venv when missing and installs the course into it.
+# torch is pinned on purpose (an unpinned torch pulls a multi-GB CUDA build); override with
+#   make test TORCH_SPEC="torch==2.5.1"
+PYTHON     ?= python3
+TORCH_SPEC ?= torch==2.13.0
+VENV       := .venv
+BIN        := $(VENV)/bin
+STAMP      := $(VENV)/.installed
+
+.PHONY: setup lab test lint unit notebooks train clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev]"
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+unit: $(STAMP)
+	$(BIN)/pytest tests
+
+notebooks: $(STAMP)
+	$(BIN)/pytest --nbval notebooks
+
+# Everything CI checks: lint, unit tests and every notebook (strict nbval), two processes.
+test: lint $(STAMP)
+	$(BIN)/pytest --nbval -n 2 --dist loadfile
+
+clean:
+	rm -rf $(VENV)

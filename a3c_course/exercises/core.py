@@ -1,0 +1,118 @@
+"""What every exercise check shares: run a learner's function on cases, print a verdict that says
+what is wrong (which input, expected versus got), and reveal hints one at a time.
+
+A verdict line starts with one of the markers below and the exercise's id, e.g.
+"PASSED [1.2] grey_and_resize: all 4 cases agree". `a3c-course exercises check` reads these lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+PASSED, FAILED, NOT_ATTEMPTED = "PASSED", "FAILED", "NOT ATTEMPTED"
+
+
+@dataclass
+class Case:
+    """One input for a learner's function and the answer it should give."""
+
+    description: str
+    args: tuple
+    expected: Any
+    kwargs: dict = field(default_factory=dict)
+
+
+def _as_array(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def close(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
+    """None when got matches expected (shape and values), otherwise what differs, in words."""
+    got_a, exp_a = _as_array(got), _as_array(expected)
+    if got_a.shape != exp_a.shape:
+        return f"shape {got_a.shape}, expected shape {exp_a.shape}"
+    if not np.allclose(got_a.astype(float), exp_a.astype(float), atol=atol, rtol=rtol):
+        worst = (
+            np.unravel_index(np.argmax(np.abs(got_a - exp_a)), exp_a.shape) if exp_a.ndim else ()
+        )
+        return (
+            f"values differ; largest gap at index {tuple(int(i) for i in worst)}: "
+            f"got {got_a[worst]!r}, expected {exp_a[worst]!r}"
+        )
+    return None
+
+
+def _short(x: Any) -> str:
+    text = np.array2string(_as_array(x), precision=4, threshold=12, edgeitems=3)
+    return text if len(text) < 200 else text[:200] + "..."
+
+
+def report(exercise_id: str, name: str, problem: str | None, n_cases: int = 0) -> bool:
+    """Print the verdict line (and the problem) and return whether the exercise passed."""
+    if problem is None:
+        print(f"{PASSED} [{exercise_id}] {name}: all {n_cases} cases agree. Well done!")
+        return True
+    marker = NOT_ATTEMPTED if problem == NOT_ATTEMPTED else FAILED
+    detail = (
+        "replace `raise NotImplementedError` with your code."
+        if marker == NOT_ATTEMPTED
+        else problem
+    )
+    print(f"{marker} [{exercise_id}] {name}: {detail}")
+    return False
+
+
+def check_cases(
+    exercise_id: str,
+    func: Callable,
+    cases: Sequence[Case],
+    compare: Callable[[Any, Any], str | None] = close,
+) -> bool:
+    """Run func on every case; report the first that disagrees, with its input, expected and got."""
+    name = getattr(func, "__name__", "your function")
+    for case in cases:
+        try:
+            got = func(*case.args, **case.kwargs)
+        except NotImplementedError:
+            return report(exercise_id, name, NOT_ATTEMPTED)
+        except Exception as error:  # the learner's bug: say where it happened
+            return report(
+                exercise_id,
+                name,
+                f"on {case.description} it raised {type(error).__name__}: {error}",
+            )
+        problem = compare(got, case.expected)
+        if problem is not None:
+            return report(
+                exercise_id,
+                name,
+                f"on {case.description}: {problem}.\n  expected: {_short(case.expected)}\n  got:      {_short(got)}",
+            )
+    return report(exercise_id, name, None, len(cases))
+
+
+def show_hints(hints: Sequence[str]) -> None:
+    """A button that reveals the hints one at a time (plain text where widgets cannot render)."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    shown = widgets.VBox([])
+    button = widgets.Button(description=f"Show hint 1 of {len(hints)}", icon="lightbulb-o")
+
+    def reveal(_=None):
+        n = len(shown.children)
+        shown.children = (*shown.children, widgets.HTML(f"<b>Hint {n + 1}.</b> {hints[n]}"))
+        if n + 1 == len(hints):
+            button.disabled, button.description = True, "No more hints"
+        else:
+            button.description = f"Show hint {n + 2} of {len(hints)}"
+
+    button.on_click(reveal)
+    display(widgets.VBox([button, shown]))

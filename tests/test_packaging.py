@@ -1,0 +1,47 @@
+"""The two ways to install the course agree: environment.yml covers every pyproject dependency."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+# conda-forge names for PyPI packages whose names differ.
+CONDA_NAMES = {"torch": "pytorch-cpu", "opencv-python-headless": "py-opencv"}
+MUST_COME_FROM_PIP = {"ale-py", "gymnasium"}  # conda-forge's ale-py has no ROMs
+
+
+def requirement_name(spec: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0].strip().lower()
+
+
+def pyproject_requirements() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = project["dependencies"] + project["optional-dependencies"]["dev"]
+    return {requirement_name(spec) for spec in specs}
+
+
+def environment_yml() -> tuple[set[str], set[str]]:
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    conda = {requirement_name(d) for d in deps if isinstance(d, str)}
+    pip = {requirement_name(d) for group in deps if isinstance(group, dict) for d in group["pip"]}
+    return conda, pip
+
+
+def test_environment_yml_covers_every_pyproject_dependency():
+    conda, pip = environment_yml()
+    missing = {
+        name
+        for name in pyproject_requirements()
+        if CONDA_NAMES.get(name, name) not in conda | pip and name not in pip
+    }
+    assert not missing, f"environment.yml lacks: {sorted(missing)}"
+
+
+def test_ale_and_gymnasium_come_from_pip_and_the_course_is_installed():
+    conda, pip = environment_yml()
+    assert MUST_COME_FROM_PIP <= pip and not MUST_COME_FROM_PIP & conda
+    assert (
+        "-e ." in yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"][-1]["pip"]
+    )
