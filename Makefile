@@ -14,7 +14,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev]"
+	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab]"
 	touch $(STAMP)
 
 lab: $(STAMP)

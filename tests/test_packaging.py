@@ -18,7 +18,8 @@ def requirement_name(spec: str) -> str:
 
 def pyproject_requirements() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    specs = project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    specs = project["dependencies"] + [spec for group in extras.values() for spec in group]
     return {requirement_name(spec) for spec in specs}
 
 
