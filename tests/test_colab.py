@@ -1,0 +1,62 @@
+"""The notebooks' setup cell: installs the course only inside Colab, silent no-op elsewhere."""
+
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from a3c_course import colab
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def run_setup_cell(monkeypatch, in_colab: bool) -> tuple[list[str], list[str]]:
+    """Run SETUP_CELL in a real IPython shell; return the %pip lines and Colab calls it made."""
+    pip_lines, colab_calls = [], []
+    if in_colab:
+        output = types.SimpleNamespace(
+            enable_custom_widget_manager=lambda: colab_calls.append("widgets")
+        )
+        google = types.ModuleType("google")
+        google.colab = types.ModuleType("google.colab")
+        google.colab.output = output
+        monkeypatch.setitem(sys.modules, "google", google)
+        monkeypatch.setitem(sys.modules, "google.colab", google.colab)
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    shell = InteractiveShell.instance()
+    shell.register_magic_function(pip_lines.append, magic_kind="line", magic_name="pip")
+    result = shell.run_cell(colab.SETUP_CELL, store_history=False)
+    result.raise_error()
+    return pip_lines, colab_calls
+
+
+def test_in_colab_installs_the_course_from_its_repository(monkeypatch):
+    pip_lines, colab_calls = run_setup_cell(monkeypatch, in_colab=True)
+    assert pip_lines == [f'install --quiet "a3c-course @ git+{colab.COURSE_REPOSITORY}"']
+    assert colab_calls == ["widgets"]
+
+
+def test_outside_colab_it_does_nothing(monkeypatch, capsys):
+    pip_lines, colab_calls = run_setup_cell(monkeypatch, in_colab=False)
+    assert pip_lines == [] and colab_calls == []
+    assert capsys.readouterr().out == ""
+
+
+def test_the_install_keeps_colabs_torch():
+    # No torch pin in the install line: the package's loose range accepts the torch Colab ships.
+    assert "torch" not in colab.SETUP_CELL
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
+    notebook = nbformat.read(path, as_version=4)
+    first_code = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    assert first_code.source == colab.SETUP_CELL, "run `python -m a3c_course.colab` to resync"
+    assert (
+        f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/main/notebooks/{path.name}"
+        in (notebook.cells[0].source)
+    )
