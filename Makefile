@@ -7,7 +7,7 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-.PHONY: setup lab test lint unit notebooks train clean
+.PHONY: setup lab test lint unit notebooks train student doctor clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,17 @@ notebooks: $(STAMP)
 # Everything CI checks: lint, unit tests and every notebook (strict nbval), two processes.
 test: lint $(STAMP)
 	$(BIN)/pytest --nbval -n 2 --dist loadfile
+
+# Train an agent on Pong with the course's defaults; the checkpoint and metrics land in runs/pong.
+train: $(STAMP)
+	$(BIN)/a3c-course train --game pong --out runs/pong
+
+# The student edition of the notebooks (solutions replaced by stubs, outputs cleared) in student/.
+student: $(STAMP)
+	$(BIN)/a3c-course exercises student --out student
+
+doctor: $(STAMP)
+	$(BIN)/a3c-course doctor
 
 clean:
 	rm -rf $(VENV)
