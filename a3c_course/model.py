@@ -11,6 +11,7 @@ The actor's outputs are the logits of a policy, not Q-values: softmax(logits) is
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -70,18 +71,32 @@ def fan_uniform_(weight: torch.Tensor) -> torch.Tensor:
         return weight.uniform_(-bound, bound)
 
 
+def _is_positive_int(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 1
+
+
 class ActorCritic(nn.Module):
-    """Conv (or MLP) body + LSTMCell + critic and actor heads, batched over environments."""
+    """Conv (or MLP) body + LSTMCell + critic and actor heads, batched over environments.
+
+    obs_shape: (C, H, W) for frames (the conv body) or (D,) for vectors (the MLP body).
+    n_actions: the number of discrete actions (one logit each).
+    hidden_size: the LSTM's size (256 in the original course).
+    """
 
     def __init__(self, obs_shape: tuple[int, ...], n_actions: int, hidden_size: int = 256):
         super().__init__()
-        if len(obs_shape) not in (1, 3):
-            raise ValueError(f"obs_shape must be (C, H, W) frames or (D,) vectors, got {obs_shape}")
-        if n_actions < 1:
-            raise ValueError(f"n_actions must be at least 1, got {n_actions}")
-        self.obs_shape = tuple(obs_shape)
-        self.n_actions = n_actions
-        self.hidden_size = hidden_size
+        obs_shape = tuple(obs_shape)
+        if len(obs_shape) not in (1, 3) or not all(_is_positive_int(n) for n in obs_shape):
+            raise ValueError(
+                f"obs_shape must be (C, H, W) frames or (D,) vectors of positive integers, got {obs_shape}"
+            )
+        if not _is_positive_int(n_actions):
+            raise ValueError(f"n_actions must be a positive integer, got {n_actions!r}")
+        if not _is_positive_int(hidden_size):
+            raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
+        self.obs_shape = tuple(int(n) for n in obs_shape)
+        self.n_actions = int(n_actions)
+        self.hidden_size = int(hidden_size)
         self.body = conv_body(obs_shape[0]) if len(obs_shape) == 3 else mlp_body(obs_shape[0])
         with torch.no_grad():
             body_size = self.body(torch.zeros(1, *obs_shape)).shape[1]
@@ -93,12 +108,33 @@ class ActorCritic(nn.Module):
     @classmethod
     def for_env(cls, env: gym.Env, hidden_size: int | None = None) -> ActorCritic:
         """The network that fits an environment's observation and action spaces."""
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise ValueError(
+                f"ActorCritic needs a discrete action space (one logit per action), got {env.action_space}"
+            )
+        if not isinstance(env.observation_space, gym.spaces.Box):
+            raise ValueError(
+                f"ActorCritic needs a Box observation space (frames or vectors), got {env.observation_space}"
+            )
         obs_shape = env.observation_space.shape
         if hidden_size is None:
             hidden_size = 256 if len(obs_shape) == 3 else 64
         return cls(obs_shape, int(env.action_space.n), hidden_size)
 
     def reset_parameters(self) -> None:
+        """The original course's initialisation.
+
+        - Body (conv and linear) weights: Glorot-uniform, biases zero: signals keep their scale
+          through the layers at the start.
+        - LSTM: PyTorch's default uniform weights, biases zero.
+        - Actor: each action's weight vector has norm 0.01, bias zero. Since every unit of the
+          LSTM's output h = o * tanh(c) lies in (-1, 1), |logit| <= 0.01 * sqrt(hidden_size)
+          (0.16 for 256) whatever the frames: the first policy is nearly uniform (entropy close to
+          log n_actions) and the agent starts by exploring, not by committing to an arbitrary
+          action.
+        - Critic: a weight vector of norm 1, bias zero: V(s) = w . h starts near zero but on the
+          scale of h, free to grow to the scale of the returns.
+        """
         for module in self.body:
             if isinstance(module, (nn.Conv2d, nn.Linear)):
                 fan_uniform_(module.weight)
@@ -110,12 +146,30 @@ class ActorCritic(nn.Module):
         nn.init.zeros_(self.actor.bias)
         nn.init.zeros_(self.critic.bias)
 
-    def initial_state(self, batch_size: int = 1) -> RecurrentState:
-        """Zero (h, c) for the start of an episode."""
-        zeros = torch.zeros(batch_size, self.hidden_size)
+    def initial_state(
+        self, batch_size: int = 1, device: torch.device | str | None = None
+    ) -> RecurrentState:
+        """Zero (h, c), each (batch_size, hidden_size), for the start of an episode.
+
+        device: where the state lives; by default, where the network's parameters are.
+        """
+        if device is None:
+            device = self.actor.weight.device
+        zeros = torch.zeros(batch_size, self.hidden_size, device=device)
         return zeros, zeros.clone()
 
-    def forward(self, obs: torch.Tensor, state: RecurrentState) -> ActorCriticOutput:
+    def forward(self, obs: torch.Tensor, state: RecurrentState | None = None) -> ActorCriticOutput:
+        """One step for a batch: obs (B, *obs_shape), state (h, c) each (B, hidden_size).
+
+        state=None starts from zeros (the start of an episode).
+        """
+        if obs.dim() != len(self.obs_shape) + 1 or tuple(obs.shape[1:]) != self.obs_shape:
+            raise ValueError(
+                f"obs must have shape (B, {', '.join(map(str, self.obs_shape))}), got "
+                f"{tuple(obs.shape)}; add a batch axis with obs.unsqueeze(0) for one observation"
+            )
+        if state is None:
+            state = self.initial_state(obs.shape[0], obs.device)
         h, c = self.lstm(self.body(obs), state)
         return ActorCriticOutput(self.critic(h), self.actor(h), (h, c))
 
@@ -133,6 +187,16 @@ def greedy_action(logits: torch.Tensor) -> torch.Tensor:
 
 
 def reset_state_where(state: RecurrentState, done: torch.Tensor) -> RecurrentState:
-    """Zero the recurrent state of the environments whose episode just ended (done: (B,) bool)."""
-    keep = (~done).float().unsqueeze(1)
-    return state[0] * keep, state[1] * keep
+    """Zero the recurrent state of the environments whose episode just ended.
+
+    done: (B,) booleans (a tensor, array or list), True where (h, c) must start again from zeros.
+    The other rows are returned unchanged, still connected to the graph.
+    """
+    h, c = state
+    done = torch.as_tensor(done, dtype=torch.bool, device=h.device)
+    if done.shape != h.shape[:1]:
+        raise ValueError(
+            f"done must have shape ({h.shape[0]},), one flag per row, got {tuple(done.shape)}"
+        )
+    reset = done.unsqueeze(1)
+    return torch.where(reset, torch.zeros_like(h), h), torch.where(reset, torch.zeros_like(c), c)
