@@ -1,0 +1,229 @@
+"""Unit 2's checks: a correct solution passes, a stub is not attempted, typical mistakes are caught
+with a message that says what is wrong."""
+
+import numpy as np
+import pytest
+import torch
+
+from a3c_course.exercises.unit2 import (
+    HINTS,
+    check_action_probabilities,
+    check_entropy_from_logits,
+    check_lstm_cell,
+)
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def verdict(capsys):
+    return capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- 2.1
+
+
+def entropy_from_logits(logits):
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -(log_p.exp() * log_p).sum(dim=-1)
+
+
+def naive_entropy(logits):
+    p = logits.exp() / logits.exp().sum(dim=-1, keepdim=True)
+    return -(p * p.log()).sum(dim=-1)
+
+
+def test_2_1_solution_passes(capsys):
+    assert check_entropy_from_logits(entropy_from_logits)
+    assert verdict(capsys).startswith("PASSED [2.1] entropy_from_logits: all 7 cases agree")
+
+
+def test_2_1_stub_is_not_attempted(capsys):
+    assert not check_entropy_from_logits(stub)
+    assert verdict(capsys).startswith("NOT ATTEMPTED [2.1]")
+
+
+def test_2_1_naive_softmax_overflows_and_is_told_why(capsys):
+    assert not check_entropy_from_logits(naive_entropy)
+    out = verdict(capsys)
+    assert out.startswith("FAILED [2.1] naive_entropy: on very large logits [[1000, 999, 0]]")
+    assert "NaN or inf" in out and "log_softmax" in out
+
+
+def test_2_1_log_of_a_stable_softmax_still_fails_on_probabilities_that_round_to_0(capsys):
+    def log_of_softmax(logits):
+        p = torch.softmax(logits, dim=-1)  # no overflow, but exp(-1000) rounds to 0
+        return -(p * p.log()).sum(dim=-1)  # 0 * log 0 = 0 * -inf = NaN
+
+    assert not check_entropy_from_logits(log_of_softmax)
+    out = verdict(capsys)
+    assert "on very large logits" in out and "log(0) = -inf" in out
+
+
+def test_2_1_wrong_axis_is_caught_with_the_shape(capsys):
+    def over_the_batch(logits):
+        log_p = torch.log_softmax(logits, dim=0)
+        return -(log_p.exp() * log_p).sum(dim=0)
+
+    assert not check_entropy_from_logits(over_the_batch)
+    out = verdict(capsys)
+    assert "FAILED [2.1]" in out and "expected:" in out and "got:" in out
+
+
+def test_2_1_missing_minus_sign_shows_expected_and_got(capsys):
+    assert not check_entropy_from_logits(lambda logits: -entropy_from_logits(logits))
+    out = verdict(capsys)
+    assert "on uniform logits for 6 actions" in out
+    assert "expected: [1.7918]" in out and "got:      [-1.7918]" in out
+
+
+def test_2_1_a_detour_through_numpy_is_caught(capsys):
+    def detached(logits):
+        return entropy_from_logits(logits).detach()
+
+    assert not check_entropy_from_logits(detached)
+    assert "cut off from the logits' graph" in verdict(capsys)
+
+
+# ---------------------------------------------------------------- 2.2
+
+
+def buggy_action_probabilities(logits):
+    shifted = logits - logits.max(dim=0, keepdim=True).values
+    weights = shifted.exp()
+    return weights / weights.sum(dim=0, keepdim=True)
+
+
+def action_probabilities(logits):
+    shifted = logits - logits.max(dim=-1, keepdim=True).values
+    weights = shifted.exp()
+    return weights / weights.sum(dim=-1, keepdim=True)
+
+
+def test_2_2_fixed_function_and_torch_softmax_pass(capsys):
+    assert check_action_probabilities(action_probabilities)
+    assert check_action_probabilities(lambda logits: torch.softmax(logits, dim=-1))
+    assert verdict(capsys).count("PASSED [2.2]") == 2
+
+
+def test_2_2_stub_is_not_attempted(capsys):
+    assert not check_action_probabilities(stub)
+    assert verdict(capsys).startswith("NOT ATTEMPTED [2.2]")
+
+
+def test_2_2_the_bug_passes_one_state_and_fails_a_batch(capsys):
+    assert not check_action_probabilities(buggy_action_probabilities)
+    out = verdict(capsys)
+    # the single unbatched state is right (dim=0 is the action axis there): the first failure is
+    # the batch of one, where dim=0 normalises each action over a single state
+    assert "on a batch of one state, shape (1, 4)" in out
+    assert "must sum to 1; yours sum to [4.]" in out
+
+
+def test_2_2_half_a_fix_is_still_caught(capsys):
+    def only_the_sum_fixed(logits):
+        shifted = logits - logits.max(dim=0, keepdim=True).values
+        weights = shifted.exp()
+        return weights / weights.sum(dim=-1, keepdim=True)
+
+    def only_the_max_fixed(logits):
+        shifted = logits - logits.max(dim=-1, keepdim=True).values
+        weights = shifted.exp()
+        return weights / weights.sum(dim=0, keepdim=True)
+
+    assert not check_action_probabilities(only_the_sum_fixed)
+    out = verdict(capsys)  # each logit minus its own column's max: 0 everywhere, a uniform policy
+    assert "FAILED [2.2] only_the_sum_fixed: on a batch of one state" in out
+    assert "got:      [[0.25 0.25 0.25 0.25]]" in out
+    assert not check_action_probabilities(only_the_max_fixed)
+    assert "FAILED [2.2] only_the_max_fixed: on a batch of one state" in verdict(capsys)
+
+
+def test_2_2_dim_1_works_for_a_batch_but_not_for_one_state_or_a_rollout(capsys):
+    assert not check_action_probabilities(lambda logits: torch.softmax(logits, dim=1))
+    assert "on one state, shape (4,) it raised IndexError" in verdict(capsys)
+
+
+def test_2_2_no_max_subtraction_overflows(capsys):
+    def unstable(logits):
+        return logits.exp() / logits.exp().sum(dim=-1, keepdim=True)
+
+    assert not check_action_probabilities(unstable)
+    out = verdict(capsys)
+    assert "on large logits" in out and "NaN or inf" in out
+
+
+# ---------------------------------------------------------------- 2.3
+
+
+def lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+    i, f, g, o = gates.chunk(4, dim=1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c_new), c_new
+
+
+def test_2_3_solution_passes(capsys):
+    assert check_lstm_cell(lstm_cell)
+    assert verdict(capsys).startswith("PASSED [2.3] lstm_cell: all 3 cases agree")
+
+
+def test_2_3_stub_is_not_attempted(capsys):
+    assert not check_lstm_cell(stub)
+    assert verdict(capsys).startswith("NOT ATTEMPTED [2.3]")
+
+
+def test_2_3_gates_in_the_wrong_order_are_caught(capsys):
+    def i_f_o_g(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+        i, f, o, g = gates.chunk(4, dim=1)
+        c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c_new), c_new
+
+    assert not check_lstm_cell(i_f_o_g)
+    out = verdict(capsys)
+    assert out.startswith(
+        "FAILED [2.3] i_f_o_g: on a batch of 1, 5 inputs, hidden 3, zero state: h_new:"
+    )
+
+
+def test_2_3_a_forgotten_recurrent_term_passes_a_zero_state_but_not_a_carried_one(capsys):
+    def no_recurrence(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        return lstm_cell(x, torch.zeros_like(h), c, weight_ih, weight_hh, bias_ih, bias_hh)
+
+    assert not check_lstm_cell(no_recurrence)
+    assert "on a batch of 4, 288 inputs, hidden 16, a carried state: h_new" in verdict(capsys)
+
+
+def test_2_3_a_forgotten_bias_is_caught(capsys):
+    def one_bias(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        return lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, torch.zeros_like(bias_hh))
+
+    assert not check_lstm_cell(one_bias)
+    assert "FAILED [2.3] one_bias" in verdict(capsys)
+
+
+def test_2_3_h_and_c_swapped_or_a_single_tensor_are_explained(capsys):
+    assert not check_lstm_cell(lambda *args: lstm_cell(*args)[::-1])
+    assert "h_new: values differ" in verdict(capsys)
+    assert not check_lstm_cell(lambda *args: lstm_cell(*args)[0])
+    assert "return a pair (h_new, c_new), got a Tensor" in verdict(capsys)
+
+
+def test_2_3_reference_is_torch_lstm_cell():
+    """The check's reference is nn.LSTMCell itself, independent of the solution above."""
+    torch.manual_seed(0)
+    cell = torch.nn.LSTMCell(7, 5)
+    x, h, c = torch.randn(3, 7), torch.randn(3, 5), torch.randn(3, 5)
+    with torch.no_grad():
+        expected = cell(x, (h, c))
+        got = lstm_cell(x, h, c, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("exercise_id", ["2.1", "2.2", "2.3"])
+def test_each_exercise_has_two_or_three_hints(exercise_id):
+    assert 2 <= len(HINTS[exercise_id]) <= 3
+    assert all(isinstance(hint, str) and hint for hint in HINTS[exercise_id])
