@@ -1,0 +1,220 @@
+"""Checkpoints: save a trained network with its config; load it back safely.
+
+A checkpoint is one file written by `torch.save` holding only plain data and tensors:
+
+    {"format": "a3c-course-checkpoint", "version": 1,
+     "model_state": the network's state_dict,
+     "network": {"obs_shape": [...], "n_actions": ..., "hidden_size": ...},
+     "config": TrainConfig.to_dict(),
+     "metadata": {"steps": ..., "elapsed_s": ..., ...}}
+
+Saving is atomic: the file is written under a temporary name in the same folder, flushed to disk,
+then renamed over the target (`os.replace`), so a crash or Ctrl-C mid-save never leaves a half-written
+checkpoint where a good one was.
+
+Loading uses `torch.load(..., weights_only=True)`. A plain `torch.load` unpickles arbitrary Python
+objects, and unpickling can run any code the file's author chose; `weights_only=True` accepts only
+tensors and plain containers, and refuses everything else. Never load checkpoints from strangers
+without it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import TrainConfig
+from .envs import resolve_env_id
+from .model import ActorCritic
+
+FORMAT = "a3c-course-checkpoint"
+VERSION = 1
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointError",
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_weights",
+    "model_from_checkpoint",
+]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, corrupt, unsafe, or made for something else."""
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the network's weights and shape, the run's config, and metadata."""
+
+    path: Path
+    model_state: dict[str, torch.Tensor]
+    network: dict[str, Any]  # obs_shape (tuple), n_actions, hidden_size
+    config: TrainConfig
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def describe_network(self) -> str:
+        return _describe(self.network)
+
+
+def network_spec(model: ActorCritic) -> dict[str, Any]:
+    """What it takes to rebuild the network: observation shape, number of actions, LSTM size."""
+    return {
+        "obs_shape": list(model.obs_shape),
+        "n_actions": int(model.n_actions),
+        "hidden_size": int(model.hidden_size),
+    }
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    return (
+        f"observations {tuple(spec['obs_shape'])}, {spec['n_actions']} actions, "
+        f"LSTM size {spec['hidden_size']}"
+    )
+
+
+def save_checkpoint(
+    path: str | os.PathLike, model: ActorCritic, config: TrainConfig, **metadata: Any
+) -> Path:
+    """Write model and config to path atomically; return the path.
+
+    metadata: plain values only (str, int, float, bool, None, and lists/dicts of them), e.g.
+        steps=..., elapsed_s=..., eval_score=....
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model_state": {name: t.detach().clone() for name, t in model.state_dict().items()},
+        "network": network_spec(model),
+        "config": config.to_dict(),
+        "metadata": dict(metadata, torch_version=str(torch.__version__)),
+    }
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            torch.save(payload, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+    return path
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> Checkpoint:
+    """Read a checkpoint safely (weights only). Raise CheckpointError with the reason when the file
+    is missing, corrupt, would run code, is not a course checkpoint, or (with expect_game) was made
+    for another game.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}: the file does not exist")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        if _refused_by_weights_only(str(error)):
+            raise CheckpointError(
+                f"refused to load {path}: it holds Python objects other than tensors and plain data, "
+                "and loading them could run code. Only load checkpoints you trust, and never with "
+                "weights_only=False from an unknown source."
+            ) from error
+        raise CheckpointError(f"{path} is not a readable checkpoint (corrupt?): {error}") from error
+    except Exception as error:
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint (corrupt or truncated?): "
+            f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        ) from error
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is a PyTorch file but not an a3c-course checkpoint")
+    if payload.get("version") != VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint format version {payload.get('version')!r}; "
+            f"this course reads version {VERSION}"
+        )
+    try:
+        config = TrainConfig.from_dict(payload["config"])
+        network = dict(payload["network"])
+        network["obs_shape"] = tuple(network["obs_shape"])
+        checkpoint = Checkpoint(
+            path, payload["model_state"], network, config, dict(payload.get("metadata", {}))
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path} is an incomplete or invalid checkpoint: {error}") from error
+    if expect_game is not None:
+        check_game(checkpoint, expect_game)
+    return checkpoint
+
+
+def _refused_by_weights_only(message: str) -> bool:
+    """True when torch's weights-only unpickler met an object it will not build (code could run),
+    False when the bytes are simply not a valid pickle (corrupt file)."""
+    return any(
+        sign in message
+        for sign in ("Unsupported global", "Unsupported class", "unrecognized function")
+    )
+
+
+def check_game(checkpoint: Checkpoint, game: str) -> None:
+    """Raise CheckpointError unless the checkpoint was trained on `game`."""
+    wanted, trained = resolve_env_id(game), resolve_env_id(checkpoint.config.game)
+    if wanted != trained:
+        raise CheckpointError(
+            f"checkpoint {checkpoint.path} was trained on {trained}, not on {wanted}: "
+            f"pick a checkpoint made for {game!r}, or pass game={checkpoint.config.game!r}"
+        )
+
+
+def load_weights(model: ActorCritic, checkpoint: Checkpoint) -> ActorCritic:
+    """Copy the checkpoint's weights into model; CheckpointError if the network shapes differ."""
+    mine = network_spec(model)
+    theirs = dict(checkpoint.network, obs_shape=list(checkpoint.network["obs_shape"]))
+    if mine != theirs:
+        raise CheckpointError(
+            f"checkpoint {checkpoint.path} holds a network for {_describe(theirs)}; "
+            f"this model has {_describe(mine)}"
+        )
+    try:
+        model.load_state_dict(checkpoint.model_state)
+    except RuntimeError as error:
+        raise CheckpointError(
+            f"checkpoint {checkpoint.path} does not fit this network: {error}"
+        ) from error
+    return model
+
+
+def model_from_checkpoint(
+    checkpoint: str | os.PathLike | Checkpoint, expect_game: str | None = None
+) -> ActorCritic:
+    """A ready ActorCritic with the checkpoint's weights, in eval mode."""
+    if not isinstance(checkpoint, Checkpoint):
+        checkpoint = load_checkpoint(checkpoint, expect_game)
+    elif expect_game is not None:
+        check_game(checkpoint, expect_game)
+    spec = checkpoint.network
+    model = ActorCritic(tuple(spec["obs_shape"]), spec["n_actions"], spec["hidden_size"])
+    return load_weights(model, checkpoint).eval()

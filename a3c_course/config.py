@@ -1,0 +1,216 @@
+"""TrainConfig: every setting of a training run, validated, in one place.
+
+The notebooks, the widgets and the command line all build a `TrainConfig`; the trainer, the workers
+and the checkpoints all read it. An invalid value fails at once, with a message that names the field,
+the value and what is allowed, instead of deep inside a worker process minutes later.
+
+    config = TrainConfig(game="pong", workers=2, max_minutes=10)
+    faster = config.replace(lr=3e-4)          # a validated copy (the config is frozen)
+    TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
+
+The defaults follow the original course (lr 1e-4, gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
+gradient-norm clip 40, 20-step rollouts, Adam), with the paper's one environment per worker.
+Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from .envs import resolve_env_id
+from .optim import OPTIMIZERS
+
+
+def default_start_method() -> str:
+    """ "fork" on Linux (fast: children start with the parent's memory), "spawn" elsewhere.
+
+    macOS offers fork but it is unsafe there with many system libraries; Windows has only spawn.
+    """
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def _field(default: Any, help: str, **kwargs) -> Any:
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The settings of one A3C training run. Frozen: make changed copies with `replace(...)`."""
+
+    # What to learn, with how many processes.
+    game: str = _field("pong", "game: pong, breakout, any ALE id, or CartPole-v1")
+    workers: int = _field(2, "worker processes, each updating the shared model (Hogwild)")
+    envs_per_worker: int = _field(
+        1, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
+    )
+    # The algorithm.
+    lr: float = _field(1e-4, "learning rate of the shared optimizer")
+    gamma: float = _field(0.99, "discount factor, in (0, 1]")
+    gae_lambda: float = _field(1.0, "GAE lambda, in [0, 1] (1: n-step advantages, 0: TD errors)")
+    entropy_coef: float = _field(0.01, "weight of the entropy bonus (exploration)")
+    value_coef: float = _field(0.5, "weight of the value loss in the total loss")
+    max_grad_norm: float = _field(40.0, "rescale each rollout's gradient to at most this norm")
+    rollout_steps: int = _field(20, "steps per rollout: the n of the n-step returns")
+    optimizer: str = _field("adam", "shared optimizer: adam or rmsprop")
+    hidden_size: int | None = _field(
+        None, "LSTM size (default: 256 for Atari frames, 64 for vector observations)"
+    )
+    seed: int = _field(0, "random seed; worker w, environment e uses seed + offset(w, e)")
+    # Environments.
+    max_episode_steps: int | None = _field(
+        None, "cut training episodes after this many agent steps (default: the game's own limit)"
+    )
+    sticky_actions: float = _field(
+        0.0, "Atari: probability of repeating the previous action (ALE v5 uses 0.25)"
+    )
+    # Budgets: training stops at the first one reached (or on Ctrl-C).
+    max_steps: int | None = _field(None, "stop after this many agent steps, all workers together")
+    max_minutes: float | None = _field(30.0, "stop after this many minutes of wall time")
+    target_score: float | None = _field(
+        None,
+        "stop when the mean evaluation score reaches this (without an evaluator: the mean raw "
+        "score of the last score_window training episodes)",
+    )
+    score_window: int = _field(20, "training episodes averaged for the recent score")
+    # Evaluation, in its own process, of the shared model with the greedy policy.
+    eval_interval_s: float = _field(60.0, "seconds between evaluations")
+    eval_episodes: int = _field(3, "episodes per evaluation (0: no evaluator process)")
+    eval_max_episode_steps: int = _field(
+        10_000, "cut an evaluation episode after this many agent steps (a stuck agent cannot stall)"
+    )
+    # Processes and output.
+    start_method: str = _field(
+        dataclasses.MISSING,
+        "how child processes start: fork (Linux default) or spawn",
+        default_factory=default_start_method,
+    )
+    out_dir: str | None = _field(
+        None, "folder for the checkpoint and metrics (default: runs/<game>)"
+    )
+
+    def __post_init__(self) -> None:
+        _check_str(self, "game")
+        try:
+            resolve_env_id(self.game)
+        except ValueError as error:
+            raise ValueError(f"game: {error}") from None
+        _check_int(self, "workers", low=1)
+        _check_int(self, "envs_per_worker", low=1)
+        _check_float(self, "lr", "a positive number, e.g. 1e-4", low=0.0, low_open=True)
+        _check_float(self, "gamma", "in (0, 1]", low=0.0, high=1.0, low_open=True)
+        _check_float(self, "gae_lambda", "in [0, 1]", low=0.0, high=1.0)
+        _check_float(self, "entropy_coef", "a number >= 0", low=0.0)
+        _check_float(self, "value_coef", "a positive number", low=0.0, low_open=True)
+        _check_float(self, "max_grad_norm", "a positive number", low=0.0, low_open=True)
+        _check_int(self, "rollout_steps", low=1)
+        _check_str(self, "optimizer")
+        if self.optimizer not in OPTIMIZERS:
+            _fail(self, "optimizer", f"one of {', '.join(map(repr, OPTIMIZERS))}")
+        _check_int(self, "hidden_size", low=1, optional=True)
+        _check_int(self, "seed", low=0)
+        _check_int(self, "max_episode_steps", low=1, optional=True)
+        _check_float(self, "sticky_actions", "a probability in [0, 1]", low=0.0, high=1.0)
+        _check_int(self, "max_steps", low=1, optional=True)
+        _check_float(
+            self, "max_minutes", "a positive number of minutes, or None", low=0.0, low_open=True,
+            optional=True,
+        )  # fmt: skip
+        _check_float(self, "target_score", "a finite number, or None", optional=True)
+        _check_int(self, "score_window", low=1)
+        _check_float(
+            self, "eval_interval_s", "a positive number of seconds", low=0.0, low_open=True
+        )
+        _check_int(self, "eval_episodes", low=0)
+        _check_int(self, "eval_max_episode_steps", low=1)
+        _check_str(self, "start_method")
+        available = multiprocessing.get_all_start_methods()
+        if self.start_method not in available:
+            _fail(self, "start_method", f"one of {', '.join(map(repr, available))} on this machine")
+        if self.out_dir is None:
+            object.__setattr__(self, "out_dir", f"runs/{self.game.lower().replace('/', '_')}")
+        else:
+            _check_str(self, "out_dir")
+
+    @property
+    def env_id(self) -> str:
+        """The Gymnasium id of the game ("pong" -> "ALE/Pong-v5")."""
+        return resolve_env_id(self.game)
+
+    @property
+    def total_envs(self) -> int:
+        return self.workers * self.envs_per_worker
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with some fields changed, validated like a new config."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain Python values (str, int, float, None): safe for JSON and checkpoints."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """Rebuild a config from `to_dict()`'s output. Unknown keys are an error.
+
+        A start method that this machine lacks (a checkpoint made with fork, loaded on Windows) is
+        replaced by this machine's default: it says how to run, not what was learnt.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(
+                f"unknown TrainConfig field(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}"
+            )
+        values = dict(values)
+        if values.get("start_method") not in multiprocessing.get_all_start_methods():
+            values.pop("start_method", None)
+        return cls(**values)
+
+    @classmethod
+    def field_help(cls) -> dict[str, str]:
+        """Each field's one-line description (used by the command line's --help)."""
+        return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+
+def _fail(config: TrainConfig, name: str, allowed: str) -> None:
+    raise ValueError(f"{name} must be {allowed}, got {getattr(config, name)!r}")
+
+
+def _check_str(config: TrainConfig, name: str) -> None:
+    if not isinstance(getattr(config, name), str) or not getattr(config, name):
+        _fail(config, name, "a non-empty string")
+
+
+def _check_int(config: TrainConfig, name: str, low: int, optional: bool = False) -> None:
+    value = getattr(config, name)
+    if value is None and optional:
+        return
+    allowed = f"an integer >= {low}" + (", or None" if optional else "")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        _fail(config, name, allowed)
+
+
+def _check_float(
+    config: TrainConfig,
+    name: str,
+    allowed: str,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    optional: bool = False,
+) -> None:
+    value = getattr(config, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        _fail(config, name, allowed)
+    if value < low or (low_open and value == low) or value > high:
+        _fail(config, name, allowed)
+    object.__setattr__(config, name, float(value))

@@ -1,0 +1,138 @@
+"""Shared optimizers: Adam and RMSProp whose state lives in shared memory.
+
+In A3C every worker process updates one shared model with its own gradients (Hogwild: no locks).
+An adaptive optimizer keeps state per parameter: Adam its moments m and v and a step counter t,
+RMSProp its running mean of squared gradients. If each worker kept its own copy of that state, each
+would see only its own share of the updates: its moments would lag, and its bias correction would use
+its own step count. So the state is shared too, exactly like the weights: created once, up front, in
+shared memory, before the workers start. The paper calls this "shared RMSProp" and found it more
+robust than per-thread statistics.
+
+PyTorch's optimizers create their state lazily, on the first `step()`, in the process that runs it:
+state created inside a worker would be private to that worker. These classes create every state
+tensor in `__init__` (with the keys, shapes and dtypes the stock `step()` expects, so that `step()`
+finds the state present and never re-creates it) and move it to shared memory. The stock `step()`
+then updates the state in place, which every process sees.
+
+    model.share_memory()
+    optimizer = SharedAdam(model.parameters(), lr=1e-4)   # before starting the workers
+    # in each worker: compute a gradient, set shared_param.grad, optimizer.step()
+
+Like the weights, the shared state is updated without locks: two workers that step at the same
+moment may interleave their writes (and the step counter may miss an increment). Hogwild accepts
+such rare, small races for speed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["SharedAdam", "SharedRMSprop", "make_shared_optimizer", "OPTIMIZERS"]
+
+
+def _step_counter(fused: bool = False) -> torch.Tensor:
+    """The `step` entry as the stock optimizers create it: a 0-dim float tensor on the CPU.
+
+    The fused kernels want float32; otherwise PyTorch uses float64 when that is the default dtype,
+    float32 else.
+    """
+    dtype = torch.float32 if fused or torch.get_default_dtype() != torch.float64 else torch.float64
+    return torch.zeros((), dtype=dtype)
+
+
+def _check_cpu(params) -> None:
+    for p in params:
+        if p.device.type != "cpu":
+            raise ValueError(
+                f"shared optimizers keep their state in CPU shared memory; got a parameter on {p.device}"
+            )
+
+
+class SharedAdam(torch.optim.Adam):
+    """torch.optim.Adam with its state (step, exp_avg, exp_avg_sq) created up front in shared memory.
+
+    Takes the same arguments as torch.optim.Adam; the update is Adam's own (the stock `step()`).
+    The original course's defaults (lr=1e-3 in torch, 1e-4 in the course's config) are not changed
+    here: pass lr explicitly.
+    """
+
+    def __init__(self, params, *args, **kwargs):
+        super().__init__(params, *args, **kwargs)
+        for group in self.param_groups:
+            _check_cpu(group["params"])
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _step_counter(bool(group.get("fused")))
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = torch.zeros_like(
+                        p, memory_format=torch.preserve_format
+                    )
+        self.share_memory()
+
+    def share_memory(self) -> SharedAdam:
+        """Move every state tensor to shared memory (in place; called by __init__)."""
+        _share_state(self)
+        return self
+
+    def load_state_dict(self, state_dict) -> None:
+        """Load a saved state, then move it to shared memory (the stock method makes new tensors)."""
+        super().load_state_dict(state_dict)
+        self.share_memory()
+
+
+class SharedRMSprop(torch.optim.RMSprop):
+    """torch.optim.RMSprop with its state (step, square_avg, and momentum_buffer when momentum > 0,
+    grad_avg when centered) created up front in shared memory: the paper's "shared RMSProp".
+
+    Takes the same arguments as torch.optim.RMSprop (the paper used a decay alpha of 0.99, which is
+    torch's default); the update is RMSprop's own (the stock `step()`).
+    """
+
+    def __init__(self, params, *args, **kwargs):
+        super().__init__(params, *args, **kwargs)
+        for group in self.param_groups:
+            _check_cpu(group["params"])
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _step_counter()
+                state["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                if group["momentum"] > 0:
+                    state["momentum_buffer"] = torch.zeros_like(
+                        p, memory_format=torch.preserve_format
+                    )
+                if group["centered"]:
+                    state["grad_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        self.share_memory()
+
+    def share_memory(self) -> SharedRMSprop:
+        """Move every state tensor to shared memory (in place; called by __init__)."""
+        _share_state(self)
+        return self
+
+    def load_state_dict(self, state_dict) -> None:
+        """Load a saved state, then move it to shared memory (the stock method makes new tensors)."""
+        super().load_state_dict(state_dict)
+        self.share_memory()
+
+
+def _share_state(optimizer: torch.optim.Optimizer) -> None:
+    for state in optimizer.state.values():
+        for value in state.values():
+            if torch.is_tensor(value):
+                value.share_memory_()
+
+
+OPTIMIZERS = {"adam": SharedAdam, "rmsprop": SharedRMSprop}
+
+
+def make_shared_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    """The shared optimizer called `name` ("adam" or "rmsprop") over params, with learning rate lr."""
+    try:
+        optimizer_class = OPTIMIZERS[name]
+    except KeyError:
+        raise ValueError(
+            f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {name!r}"
+        ) from None
+    return optimizer_class(params, lr=lr)

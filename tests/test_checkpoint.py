@@ -1,0 +1,139 @@
+"""Checkpoints: atomic writes, weights-only loading, and clear refusals."""
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from a3c_course.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_weights,
+    model_from_checkpoint,
+    save_checkpoint,
+)
+from a3c_course.config import TrainConfig
+from a3c_course.model import ActorCritic
+
+
+@pytest.fixture
+def config():
+    return TrainConfig(game="CartPole-v1", hidden_size=16)
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    return ActorCritic((4,), 2, hidden_size=16)
+
+
+def test_round_trip_gives_the_same_network_config_and_metadata(tmp_path, config, model):
+    path = save_checkpoint(tmp_path / "run" / "model.pt", model, config, steps=1234, score=9.5)
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.config == config
+    assert checkpoint.metadata["steps"] == 1234 and checkpoint.metadata["score"] == 9.5
+    assert checkpoint.network == {"obs_shape": (4,), "n_actions": 2, "hidden_size": 16}
+    restored = model_from_checkpoint(path, expect_game="CartPole-v1")
+    assert not restored.training
+    obs, state = torch.randn(3, 4), model.initial_state(3)
+    torch.testing.assert_close(restored(obs, state).logits, model(obs, state).logits)
+    # Nothing but the checkpoint is left in the folder (no temporary files).
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]
+
+
+def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(
+    tmp_path, config, model, monkeypatch
+):
+    path = save_checkpoint(tmp_path / "model.pt", model, config, steps=1)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, model, config, steps=2)
+    assert load_checkpoint(path).metadata["steps"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(
+        CheckpointError, match="no checkpoint at .*nothing.pt: the file does not exist"
+    ):
+        load_checkpoint(tmp_path / "nothing.pt")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_corrupt_file_is_refused(tmp_path, config, model, damage):
+    path = save_checkpoint(tmp_path / "model.pt", model, config)
+    data = path.read_bytes()
+    path.write_bytes(
+        {"truncate": data[: len(data) // 2], "garbage": os.urandom(2000), "empty": b""}[damage]
+    )
+    with pytest.raises(CheckpointError, match="is not a readable checkpoint"):
+        load_checkpoint(path)
+
+
+class RunsCode:
+    """Unpickling this object would call Path.touch(marker): code chosen by the file's author."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def test_a_pickle_that_would_run_code_is_refused_and_does_not_run(tmp_path, config, model):
+    marker = tmp_path / "code-ran"
+    path = tmp_path / "evil.pt"
+    save_checkpoint(path, model, config)
+    payload = torch.load(path, weights_only=True)
+    payload["metadata"]["surprise"] = RunsCode(marker)
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="refused to load .*could run code"):
+        load_checkpoint(path)
+    assert not marker.exists()
+    # The reference: an unsafe load of the same file does run the code.
+    torch.load(path, weights_only=False)
+    assert marker.exists()
+
+
+def test_a_torch_file_that_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"some": torch.zeros(2)}, path)
+    with pytest.raises(CheckpointError, match="not an a3c-course checkpoint"):
+        load_checkpoint(path)
+
+
+def test_a_checkpoint_for_another_game_is_refused(tmp_path, config, model):
+    path = save_checkpoint(tmp_path / "model.pt", model, config)
+    with pytest.raises(CheckpointError, match="was trained on CartPole-v1, not on ALE/Pong-v5"):
+        load_checkpoint(path, expect_game="pong")
+    with pytest.raises(CheckpointError, match="not on ALE/Breakout-v5"):
+        model_from_checkpoint(load_checkpoint(path), expect_game="breakout")
+
+
+def test_a_checkpoint_for_another_network_is_refused(tmp_path, config, model):
+    checkpoint = load_checkpoint(save_checkpoint(tmp_path / "model.pt", model, config))
+    other = ActorCritic((4,), 2, hidden_size=32)
+    with pytest.raises(
+        CheckpointError,
+        match="LSTM size 16; this model has observations \\(4,\\), 2 actions, LSTM size 32",
+    ):
+        load_weights(other, checkpoint)
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_a_plain_pickle_that_would_run_code_is_refused(tmp_path, protocol):
+    marker = tmp_path / "code-ran"
+    path = tmp_path / "evil.pt"
+    path.write_bytes(pickle.dumps(RunsCode(marker), protocol=protocol))
+    # Protocol 2 reaches the forbidden global and is refused as unsafe; newer protocols are
+    # rejected even earlier, as unreadable. Either way nothing runs.
+    with pytest.raises(CheckpointError, match="refused to load" if protocol == 2 else "evil.pt"):
+        load_checkpoint(path)
+    assert not marker.exists()
