@@ -1,7 +1,9 @@
 """n-step returns, generalised advantage estimation (GAE) and the A3C loss.
 
 Contract shared by every function here. A rollout has T steps over B environments; tensors are
-(T, B) (a single environment is B = 1; 1-D (T,) inputs are accepted and treated as B = 1):
+(T, B). A single environment may pass 1-D (T,) tensors instead: it is treated as B = 1 and, when
+every input is 1-D, the result is 1-D too. Inputs must agree in shape once (T,) is read as (T, 1);
+a mismatch is an error rather than a silent broadcast (a (T, 1) minus a (T,) would be (T, T)).
 
     rewards[t]      r_t, the reward of the step taken from s_t
     values[t]       V(s_t), the critic's value of the observation the action was chosen on
@@ -11,59 +13,102 @@ Contract shared by every function here. A rollout has T steps over B environment
                     the bootstrap value V(s_T) that the rollout was cut at.
     terminated[t]   step t ended the episode for good (game over): nothing follows, V(s_{t+1}) := 0
     truncated[t]    step t was cut by a time limit: the game would go on, so bootstrap from V(s_{t+1})
+                    (when both flags are set, terminated wins)
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},  done_t = terminated_t or truncated_t
+
+with A_T := 0 beyond the rollout's last step (its delta already bootstraps from V(s_T)).
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
 
 
-def _as_time_by_env(x: torch.Tensor) -> torch.Tensor:
-    x = torch.as_tensor(x)
-    return x.unsqueeze(1) if x.dim() == 1 else x
+def _validate(gamma: float, lam: float | None = None) -> None:
+    if not 0.0 <= gamma <= 1.0:  # also rejects NaN
+        raise ValueError(f"gamma (the discount) must be in [0, 1], got {gamma!r}")
+    if lam is not None and not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam (the GAE lambda) must be in [0, 1], got {lam!r}")
 
 
-def _validate(gamma: float, lam: float = 1.0) -> None:
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-    if not 0.0 <= lam <= 1.0:
-        raise ValueError(f"gae_lambda must be in [0, 1], got {lam}")
+def _rollout_tensors(**named) -> tuple[list[torch.Tensor], bool]:
+    """The named inputs as (T, B) tensors, and whether they were all 1-D (T,).
+
+    Raises ValueError, naming the arguments and their shapes, unless every input is (T,) or (T, B)
+    with the same T and B once (T,) is read as (T, 1).
+    """
+    tensors = {name: torch.as_tensor(x) for name, x in named.items()}
+    for name, x in tensors.items():
+        if x.dim() not in (1, 2):
+            raise ValueError(f"{name} must be (T,) or (T, B), got shape {tuple(x.shape)}")
+    as_2d = {name: x.unsqueeze(1) if x.dim() == 1 else x for name, x in tensors.items()}
+    shapes = {tuple(x.shape) for x in as_2d.values()}
+    if len(shapes) > 1:
+        listed = ", ".join(f"{name} {tuple(x.shape)}" for name, x in tensors.items())
+        raise ValueError(f"inputs must all be (T,) or all the same (T, B); got {listed}")
+    return list(as_2d.values()), all(x.dim() == 1 for x in tensors.values())
+
+
+def _float(*xs: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors in one floating dtype (the widest among them; integers become the default)."""
+    dtype = torch.get_default_dtype()
+    for x in xs:
+        if x.is_floating_point():
+            dtype = torch.promote_types(dtype, x.dtype)
+    return [x.to(dtype) for x in xs]
+
+
+def _shaped(result: torch.Tensor, one_dim: bool) -> torch.Tensor:
+    return result.squeeze(1) if one_dim else result
 
 
 def td_errors(rewards, values, next_values, terminated, gamma: float) -> torch.Tensor:
-    """delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t), shape (T, B)."""
+    """delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t), shape (T, B) (or (T,))."""
     _validate(gamma)
-    rewards, values, next_values = map(_as_time_by_env, (rewards, values, next_values))
-    alive = 1.0 - _as_time_by_env(terminated).float()
-    return rewards + gamma * alive * next_values - values
+    (rewards, values, next_values, terminated), one_dim = _rollout_tensors(
+        rewards=rewards, values=values, next_values=next_values, terminated=terminated
+    )
+    rewards, values, next_values = _float(rewards, values, next_values)
+    alive = 1.0 - terminated.to(rewards.dtype)
+    return _shaped(rewards + gamma * alive * next_values - values, one_dim)
 
 
 def gae(
     rewards, values, next_values, terminated, truncated, gamma: float, lam: float
 ) -> torch.Tensor:
-    """Generalised advantage estimates A_t, shape (T, B), computed backwards in one pass.
+    """Generalised advantage estimates A_t, shape (T, B) (or (T,)), computed backwards in one pass.
 
-    lam = 0 gives the one-step TD errors; lam = 1 gives the n-step advantages R_t - V(s_t).
+    A_t = sum_k (gamma * lam)^k * delta_{t+k}, the sum stopping at the end of the episode (either
+    flag) or of the rollout, whichever comes first. lam = 0 gives the one-step TD errors; lam = 1
+    gives the n-step advantages n_step_returns(...) - values, when next_values[t] == values[t + 1]
+    inside episodes. Gradients flow through values and next_values unless they are detached.
     """
     _validate(gamma, lam)
-    deltas = td_errors(rewards, values, next_values, terminated, gamma)
-    done = _as_time_by_env(terminated).bool() | _as_time_by_env(truncated).bool()
-    carry = gamma * lam * (1.0 - done.float())
+    (rewards, values, next_values, terminated, truncated), one_dim = _rollout_tensors(
+        rewards=rewards,
+        values=values,
+        next_values=next_values,
+        terminated=terminated,
+        truncated=truncated,
+    )
+    deltas = td_errors(rewards, values, next_values, terminated, gamma)  # (T, B): inputs are 2-D
+    done = terminated.bool() | truncated.bool()
+    carry = gamma * lam * (1.0 - done.to(deltas.dtype))  # 0 where the episode ended at step t
     advantages = torch.zeros_like(deltas)
-    next_advantage = torch.zeros_like(deltas[0])
+    next_advantage = torch.zeros_like(deltas[0])  # A_T := 0: delta_{T-1} bootstraps from V(s_T)
     for t in reversed(range(deltas.shape[0])):
         next_advantage = deltas[t] + carry[t] * next_advantage
         advantages[t] = next_advantage
-    return advantages
+    return _shaped(advantages, one_dim)
 
 
 def n_step_returns(rewards, next_values, terminated, truncated, gamma: float) -> torch.Tensor:
-    """Discounted returns bootstrapped from the critic, shape (T, B).
+    """Discounted returns bootstrapped from the critic, shape (T, B) (or (T,)).
 
     R_t = r_t + gamma * (1 - terminated_t) * (V(s_{t+1}) if the episode or the rollout is cut after t
                                               else R_{t+1})
@@ -71,16 +116,19 @@ def n_step_returns(rewards, next_values, terminated, truncated, gamma: float) ->
     first, plus the discounted value of the observation reached there (0 after a game over).
     """
     _validate(gamma)
-    rewards, next_values = _as_time_by_env(rewards), _as_time_by_env(next_values)
-    alive = 1.0 - _as_time_by_env(terminated).float()
-    cut = _as_time_by_env(terminated).bool() | _as_time_by_env(truncated).bool()
+    (rewards, next_values, terminated, truncated), one_dim = _rollout_tensors(
+        rewards=rewards, next_values=next_values, terminated=terminated, truncated=truncated
+    )
+    rewards, next_values = _float(rewards, next_values)
+    alive = 1.0 - terminated.to(rewards.dtype)
+    cut = terminated.bool() | truncated.bool()
     returns = torch.zeros_like(rewards)
-    following = next_values[-1]
+    following = next_values[-1]  # the rollout is cut after its last step: bootstrap V(s_T)
     for t in reversed(range(rewards.shape[0])):
         following = torch.where(cut[t], next_values[t], following)
         following = rewards[t] + gamma * alive[t] * following
         returns[t] = following
-    return returns
+    return _shaped(returns, one_dim)
 
 
 class A3CLoss(NamedTuple):
@@ -102,15 +150,27 @@ def a3c_loss(
     entropy_coef: float = 0.01,
     value_coef: float = 0.5,
 ) -> A3CLoss:
-    """The A3C loss over a rollout, all inputs (T, B).
+    """The A3C loss over a rollout, all inputs (T, B) (or (T,) for one environment).
 
+        policy = -sum_t log pi(a_t|s_t) * A_t - entropy_coef * sum_t H(pi(.|s_t))
+        value  = 1/2 * sum_t (R_t - V(s_t))^2
+        total  = policy + value_coef * value
+
+    log_probs are log pi(a_t|s_t) of the actions taken, entropies H(pi(.|s_t)), values V(s_t).
     Sums run over the T steps, as in the paper and the original course, and are averaged over the B
     environments, so that one environment per worker gives exactly the original's loss. The
     advantages and returns are targets: they are detached, so the policy term sends no gradient into
     the critic through A, and the value term regresses V towards R without moving R.
     """
-    log_probs, entropies, values, advantages, returns = map(
-        _as_time_by_env, (log_probs, entropies, values, advantages, returns)
+    for name, coef in (("entropy_coef", entropy_coef), ("value_coef", value_coef)):
+        if not (math.isfinite(coef) and coef >= 0.0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {coef!r}")
+    (log_probs, entropies, values, advantages, returns), _ = _rollout_tensors(
+        log_probs=log_probs,
+        entropies=entropies,
+        values=values,
+        advantages=advantages,
+        returns=returns,
     )
     n_envs = log_probs.shape[1]
     entropy = entropies.sum() / n_envs
