@@ -1,0 +1,375 @@
+"""Checks for notebook 01's exercises (environments and preprocessing).
+
+1.1 check_preprocess_frame    preprocess_frame(frame, rows, size=42): RGB screen -> float32 (1, size, size)
+1.2 check_running_normalizer  RunningNormalizer(alpha, eps): the original course's per-process normaliser
+1.3 check_skip_frames         skip_frames(env, action, skip=4): repeat an action, sum rewards, max-pool
+
+Each check runs the learner's code on several inputs (real game frames and edge cases) and compares
+with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, the
+formula of the original's NormalizedEnv for 1.2, and a scripted emulator for 1.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import cv2
+import numpy as np
+
+from a3c_course.exercises.core import Case, check_cases, close
+
+# ----------------------------------------------------------------------------------------------
+# Frames for the checks: real screens from the games, made once per session.
+
+
+@cache
+def _game_frames(env_id: str, steps: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """The RGB screens of env_id over `steps` seeded random actions (one emulator frame each)."""
+    import gymnasium as gym
+
+    from a3c_course.envs import register_ale
+
+    register_ale()
+    env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    frames = []
+    for _ in range(steps):
+        frame, *_ = env.step(env.action_space.sample())
+        frame.setflags(write=False)
+        frames.append(frame)
+    env.close()
+    return tuple(frames)
+
+
+def _copy_args(func: Callable, name: str) -> Callable:
+    """Give the learner fresh copies of the inputs, so an in-place edit cannot spoil the next case."""
+
+    def run(*args, **kwargs):
+        args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+        return func(*args, **kwargs)
+
+    run.__name__ = name
+    return run
+
+
+def _name(func: Any) -> str:
+    return getattr(func, "__name__", "your function")
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.1 Crop, grey, resize, scale.
+
+
+def reference_preprocess_frame(frame: np.ndarray, rows: tuple[int, int], size: int) -> np.ndarray:
+    """OpenCV's luminance grey (the same weights as ALE's grey screen), INTER_AREA resize, /255."""
+    top, bottom = rows
+    grey = cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
+    small = cv2.resize(grey[top:bottom], (size, size), interpolation=cv2.INTER_AREA)
+    return (small.astype(np.float32) / 255.0)[None]
+
+
+def _compare_observation(got: Any, expected: np.ndarray) -> str | None:
+    got_a = np.asarray(got)
+    size = expected.shape[-1]
+    if got_a.shape != expected.shape:
+        if got_a.shape == expected.shape[1:]:
+            return f"shape {got_a.shape}: the channel axis is missing; return shape (1, {size}, {size}), e.g. `small[None]`"
+        if got_a.ndim == 3 and got_a.shape[-1] == 3:
+            return f"shape {got_a.shape}: the frame still has its 3 colour channels; convert it to grey"
+        return f"shape {got_a.shape}, expected {expected.shape} (1 channel, {size} x {size} pixels)"
+    if got_a.dtype != np.float32:
+        return f"dtype {got_a.dtype}; the network takes float32: finish with `.astype(np.float32)`"
+    if np.nanmax(got_a) > 1.5:
+        return f"values go up to {np.nanmax(got_a):.1f}, expected [0, 1]: divide by 255"
+    problem = close(got_a, expected, atol=1.0 / 255, rtol=0.0)
+    if problem is None:
+        return None
+    gap = float(np.nanmax(np.abs(got_a.astype(np.float64) - expected)))
+    hint = (
+        "grey is a weighted sum, 0.299 R + 0.587 G + 0.114 B (not the plain mean of R, G, B); "
+        "crop rows[0]:rows[1] before resizing; resize with interpolation=cv2.INTER_AREA; "
+        "cv2.resize takes (width, height)"
+    )
+    return f"{problem} (largest gap {gap:.3f}, allowed {1 / 255:.4f}). Check: {hint}"
+
+
+def check_preprocess_frame(preprocess_frame: Callable) -> bool:
+    """Exercise 1.1: preprocess_frame(frame, rows, size=42) -> float32 array (1, size, size) in [0, 1].
+
+    frame is an RGB screen (210, 160, 3) uint8; rows = (top, bottom) is the play area to keep.
+    """
+    breakout = _game_frames("ALE/Breakout-v5", 120)[-1]
+    pong = _game_frames("ALE/Pong-v5", 90)[-1]
+    noise = np.random.default_rng(11).integers(0, 256, (210, 160, 3), dtype=np.uint8)
+    white = np.full((210, 160, 3), 255, np.uint8)
+    black = np.zeros((210, 160, 3), np.uint8)
+    breakout_rows, pong_rows = (32, 196), (34, 194)
+
+    def case(description, frame, rows, size=42):
+        return Case(
+            f"{description} (rows={rows}, size={size})",
+            (frame, rows),
+            reference_preprocess_frame(frame, rows, size),
+            {"size": size},
+        )
+
+    cases = [
+        case("a Breakout screen", breakout, breakout_rows),
+        case("a Pong screen", pong, pong_rows),
+        case("a screen of random colours", noise, breakout_rows),
+        case("a Breakout screen at size 84", breakout, breakout_rows, 84),
+        case("the whole random screen, no crop", noise, (0, 210)),
+        case("an all-white screen (every value should be 1.0)", white, pong_rows),
+        case("an all-black screen (every value should be 0.0)", black, pong_rows),
+    ]
+    return check_cases(
+        "1.1", _copy_args(preprocess_frame, _name(preprocess_frame)), cases, _compare_observation
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.2 The original course's running normaliser (NormalizedEnv), one per process.
+
+
+def reference_running_normalise(
+    frames: list[np.ndarray], alpha: float, eps: float, start: int = 0
+) -> np.ndarray:
+    """The formula, step by step (t = 1, 2, ...), with m_0 = s_0 = 0:
+
+    m_t = alpha m_{t-1} + (1 - alpha) mean(x_t),   s_t = alpha s_{t-1} + (1 - alpha) std(x_t)
+    y_t = (x_t - m_t / (1 - alpha^t)) / (s_t / (1 - alpha^t) + eps)
+    """
+    m = s = 0.0
+    outputs = []
+    for t, x in enumerate(frames, start=1):
+        x64 = np.asarray(x, np.float64)
+        m = alpha * m + (1 - alpha) * x64.mean()
+        s = alpha * s + (1 - alpha) * x64.std()
+        correction = 1 - alpha**t
+        outputs.append((x64 - m / correction) / (s / correction + eps))
+    return np.stack(outputs)
+
+
+def _feed(normalizer_class: Callable, name: str) -> Callable:
+    """Make one normaliser per stream and feed it that stream's frames in turn; stack the outputs."""
+
+    def run(streams: list[list[np.ndarray]], alpha: float, eps: float = 1e-8):
+        normalizers = [normalizer_class(alpha=alpha, eps=eps) for _ in streams]
+        outputs: list[list[np.ndarray]] = [[] for _ in streams]
+        for t in range(max(len(s) for s in streams)):
+            for i, stream in enumerate(streams):  # interleaved, like two processes side by side
+                if t < len(stream):
+                    outputs[i].append(np.asarray(normalizers[i](stream[t].copy()), np.float64))
+        return np.stack([np.stack(o) for o in outputs])
+
+    run.__name__ = name
+    return run
+
+
+def _compare_normalised(got: Any, expected: np.ndarray) -> str | None:
+    got_a = np.asarray(got, np.float64)
+    if got_a.shape == expected.shape:
+        if np.isnan(got_a).any() or np.isinf(got_a).any():
+            return (
+                "some outputs are nan or inf: a frame whose pixels are all equal has std 0; "
+                "divide by (std + eps), not by std"
+            )
+        scale_got, scale_exp = np.abs(got_a).max(), np.abs(expected).max()
+        if scale_exp > 0 and scale_got > 50 * scale_exp:
+            return (
+                f"outputs up to {scale_got:.1f}, expected at most {scale_exp:.2f}: the running averages "
+                "start at 0, so divide them by (1 - alpha**t) (the bias correction) before using them"
+            )
+    problem = close(got_a, expected, atol=1e-4, rtol=1e-4)
+    if problem is None:
+        return None
+    return (
+        f"{problem}. Check: update the averages with this frame first, then normalise it; "
+        "count t from 1 at the first frame; average each frame's std (not its variance)"
+    )
+
+
+def check_running_normalizer(RunningNormalizer: Callable) -> bool:
+    """Exercise 1.2: RunningNormalizer(alpha=0.9999, eps=1e-8); calling it on an observation
+    updates its running mean and std and returns the normalised observation."""
+    rng = np.random.default_rng(12)
+    screens = _game_frames("ALE/Breakout-v5", 120)[40::4][:12]
+    breakout = [reference_preprocess_frame(f, (32, 196), 42) for f in screens]  # observations
+    drifting = [
+        (rng.random((1, 42, 42)) * (0.2 + 0.06 * t) + 0.03 * t).astype(np.float32)
+        for t in range(10)
+    ]
+    constant = [np.full((1, 42, 42), 0.5, np.float32)] * 3
+
+    def case(description, streams, alpha, eps=1e-8):
+        expected = np.stack([reference_running_normalise(s, alpha, eps) for s in streams])
+        return Case(f"{description} (alpha={alpha})", (streams, alpha), expected, {"eps": eps})
+
+    cases = [
+        case(
+            "the first frame only: after bias correction it is standardised by itself",
+            [breakout[:1]],
+            0.9999,
+        ),
+        case("12 Breakout frames in a row", [breakout], 0.9999),
+        case("10 noise frames that grow brighter, with a short memory", [drifting], 0.5),
+        case("three frames of one flat grey (std 0)", [constant], 0.5),
+        case(
+            "two normalisers used in turn, each with its own frames",
+            [breakout[:6], drifting[:6]],
+            0.9,
+        ),
+    ]
+    name = _name(RunningNormalizer)
+    return check_cases("1.2", _feed(RunningNormalizer, name), cases, _compare_normalised)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.3 Frame skipping with max-pooling of the last two frames.
+
+
+class ScriptedGame:
+    """A stand-in for the raw emulator: step() plays back a script of (frame, reward, terminated,
+    truncated) and counts the calls. Frames are 6x6 grey images in which a 'sprite' blinks."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.calls = 0
+        self.actions: list[Any] = []
+
+    def step(self, action):
+        if self.calls >= len(self.script):
+            raise RuntimeError("stepped past the end of the episode (after terminated/truncated)")
+        frame, reward, terminated, truncated = self.script[self.calls]
+        self.calls += 1
+        self.actions.append(action)
+        return frame.copy(), reward, terminated, truncated, {"frame_number": self.calls}
+
+
+def _blinking_frames(n: int, seed: int) -> list[np.ndarray]:
+    """Frames where sprites are drawn on alternate frames only, as in real Atari games."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for t in range(n):
+        frame = np.full((6, 6), 20, np.uint8)
+        frame[t % 2 :: 2, (t * 2) % 6] = rng.integers(
+            60, 255
+        )  # a sprite that is there every other frame
+        frame[5, t % 6] = 200  # the 'paddle' moves one pixel a frame
+        frames.append(frame)
+    return frames
+
+
+class SkipResult(dict):
+    """What a skip_frames call did, printed compactly in a verdict."""
+
+    def __repr__(self) -> str:
+        frame = np.asarray(self["frame"])
+        return (
+            f"env.step called {self['steps']} times, reward {self['reward']}, terminated "
+            f"{self['terminated']}, truncated {self['truncated']}, frame {frame.tolist()}"
+        )
+
+
+def reference_skip_frames(script, skip: int) -> SkipResult:
+    """Repeat the action up to `skip` times, stop at the episode's end, sum the rewards and return the
+    pixel-wise max of the last two frames seen (the one frame if only one was seen)."""
+    seen, total = [], 0.0
+    terminated = truncated = False
+    for frame, reward, terminated, truncated in script[:skip]:
+        seen.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    return SkipResult(
+        frame=np.maximum(seen[-2], seen[-1]) if len(seen) > 1 else seen[-1],
+        reward=total,
+        terminated=terminated,
+        truncated=truncated,
+        steps=len(seen),
+        actions="the same action every step",
+    )
+
+
+def _play_skip(skip_frames: Callable, name: str) -> Callable:
+    def run(script, skip):
+        game = ScriptedGame(script)
+        result = skip_frames(game, 3, skip=skip)
+        if not (isinstance(result, tuple) and len(result) == 5):
+            raise TypeError(
+                "return the five values (frame, total_reward, terminated, truncated, info), "
+                f"got {type(result).__name__}"
+            )
+        frame, reward, terminated, truncated, _info = result
+        return SkipResult(
+            frame=frame,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            steps=game.calls,
+            actions=(
+                "the same action every step"
+                if set(game.actions) == {3}
+                else f"actions {game.actions}"
+            ),
+        )
+
+    run.__name__ = name
+    return run
+
+
+def _compare_skip(got: dict, expected: dict) -> str | None:
+    if got["steps"] != expected["steps"]:
+        why = (
+            "stop as soon as terminated or truncated is True"
+            if got["steps"] > expected["steps"]
+            else "repeat the action `skip` times unless the episode ends"
+        )
+        return f"called env.step {got['steps']} times, expected {expected['steps']}: {why}"
+    if got["actions"] != expected["actions"]:
+        return f"the env got {got['actions']}; repeat the one action you were given"
+    if not np.isclose(float(got["reward"]), expected["reward"]):
+        return f"total reward {got['reward']}, expected {expected['reward']}: add up every frame's reward"
+    for flag in ("terminated", "truncated"):
+        if bool(got[flag]) != expected[flag]:
+            return f"{flag} is {got[flag]}, expected {expected[flag]}: return the last step's flags"
+    problem = close(got["frame"], expected["frame"], atol=0, rtol=0)
+    if problem is not None:
+        return (
+            f"the frame: {problem}. Take np.maximum of the last two frames seen (only one frame: "
+            "return it as it is)"
+        )
+    return None
+
+
+def check_skip_frames(skip_frames: Callable) -> bool:
+    """Exercise 1.3: skip_frames(env, action, skip=4) -> (frame, total_reward, terminated, truncated, info)."""
+    frames = _blinking_frames(8, seed=13)
+
+    def script(rewards, end_at=None, flag="terminated"):
+        steps = []
+        for t, reward in enumerate(rewards):
+            ended = end_at is not None and t == end_at
+            steps.append(
+                (frames[t], reward, ended and flag == "terminated", ended and flag == "truncated")
+            )
+        return steps
+
+    scripts = [
+        ("4 frames, rewards 1, 0, 4, 0", script([1.0, 0.0, 4.0, 0.0]), 4),
+        ("skip=2, a sprite on one frame only", script([0.0, 0.0]), 2),
+        ("skip=1 (no pooling: the frame itself)", script([7.0]), 1),
+        ("the game ends on the 2nd frame", script([1.0, 1.0, 9.0, 9.0], end_at=1), 4),
+        (
+            "a time limit on the 1st frame",
+            script([2.0, 9.0, 9.0, 9.0], end_at=0, flag="truncated"),
+            4,
+        ),
+        ("the game ends on the 4th frame", script([0.0, 0.0, 1.0, 1.0], end_at=3), 4),
+        ("skip=3", script([0.0, 1.0, 1.0]), 3),
+    ]
+    cases = [Case(d, (s, k), reference_skip_frames(s, k)) for d, s, k in scripts]
+    return check_cases("1.3", _play_skip(skip_frames, _name(skip_frames)), cases, _compare_skip)

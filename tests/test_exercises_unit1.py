@@ -1,0 +1,325 @@
+"""Notebook 01's exercise checks: right answers pass, stubs are NOT ATTEMPTED, wrong answers are
+caught with a message that points at the mistake."""
+
+import cv2
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from a3c_course.envs import PLAY_AREA_ROWS, PlayAreaObservation, make_env, register_ale
+from a3c_course.exercises import unit1
+
+# ----------------------------------------------------------------------------------------------
+# 1.1 preprocess_frame
+
+
+def preprocess_frame(frame, rows, size=42):
+    top, bottom = rows
+    r, g, b = (frame[top:bottom, :, c].astype(np.float64) for c in range(3))
+    grey = np.round(0.299 * r + 0.587 * g + 0.114 * b).astype(np.uint8)
+    small = cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA)
+    return (small / 255.0).astype(np.float32)[None]
+
+
+def preprocess_frame_float_grey(frame, rows, size=42):
+    """Also right: grey kept as float (no rounding) before the resize."""
+    top, bottom = rows
+    grey = frame[top:bottom].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+    return (cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA) / 255.0)[None]
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def test_reference_matches_the_course_pipeline_on_a_real_screen():
+    """The check's reference (OpenCV) is independent of the package; make sure both agree."""
+    register_ale()
+    env = gym.make("ALE/Breakout-v5", frameskip=1, repeat_action_probability=0.0)
+    env.reset(seed=5)
+    for _ in range(60):
+        rgb, *_ = env.step(env.action_space.sample())
+    ale_grey = env.unwrapped.ale.getScreenGrayscale()
+    rows = PLAY_AREA_ROWS["ALE/Breakout-v5"]
+    wrapper = PlayAreaObservation(make_env("breakout"), rows, 42)
+    np.testing.assert_array_equal(
+        unit1.reference_preprocess_frame(rgb, rows, 42), wrapper.observation(ale_grey)
+    )
+
+
+@pytest.mark.parametrize("solution", [preprocess_frame, preprocess_frame_float_grey])
+def test_1_1_right_answers_pass(solution, capsys):
+    assert unit1.check_preprocess_frame(solution)
+    assert capsys.readouterr().out.startswith(f"PASSED [1.1] {solution.__name__}: all 7 cases")
+
+
+def test_1_1_stub_is_not_attempted(capsys):
+    assert not unit1.check_preprocess_frame(stub)
+    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.1] stub")
+
+
+@pytest.mark.parametrize(
+    "wrong, message",
+    [
+        (
+            lambda f, rows, size=42: preprocess_frame(f, rows, size)[0],
+            "the channel axis is missing",
+        ),
+        (lambda f, rows, size=42: preprocess_frame(f, rows, size) * 255, "divide by 255"),
+        (lambda f, rows, size=42: preprocess_frame(f, rows, size).astype(np.float64), "float32"),
+        (
+            lambda f, rows, size=42: (
+                cv2.resize(
+                    f[rows[0] : rows[1]].mean(-1).astype(np.float32),
+                    (size, size),
+                    interpolation=cv2.INTER_AREA,
+                )
+                / 255
+            )[None],
+            "not the plain mean of R, G, B",
+        ),
+        (
+            lambda f, rows, size=42: (
+                cv2.resize(
+                    cv2.cvtColor(f, cv2.COLOR_RGB2GRAY)[rows[0] : rows[1]], (size, size)
+                ).astype(np.float32)
+                / 255
+            )[None],
+            "INTER_AREA",
+        ),
+        (lambda f, rows, size=42: preprocess_frame(f, (0, 210), size), "crop rows[0]:rows[1]"),
+        (lambda f, rows, size=42: preprocess_frame(f, rows), "size=84"),
+    ],
+    ids=["no-channel", "no-scaling", "float64", "mean-grey", "bilinear", "no-crop", "ignores-size"],
+)
+def test_1_1_wrong_answers_are_caught(wrong, message, capsys):
+    assert not unit1.check_preprocess_frame(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.1]")
+    assert message in out
+
+
+def test_1_1_reports_which_case_failed(capsys):
+    def only_for_42(frame, rows, size=42):
+        if size != 42:
+            raise ValueError("size must be 42")
+        return preprocess_frame(frame, rows, size)
+
+    assert not unit1.check_preprocess_frame(only_for_42)
+    out = capsys.readouterr().out
+    assert "on a Breakout screen at size 84" in out and "ValueError: size must be 42" in out
+
+
+def test_1_1_inputs_are_copies(capsys):
+    def scribbles_on_input(frame, rows, size=42):
+        result = preprocess_frame(frame, rows, size)
+        frame[:] = 0
+        return result
+
+    assert unit1.check_preprocess_frame(scribbles_on_input)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.2 RunningNormalizer
+
+
+class RunningNormalizer:
+    def __init__(self, alpha=0.9999, eps=1e-8):
+        self.alpha, self.eps = alpha, eps
+        self.mean = self.std = 0.0
+        self.steps = 0
+
+    def __call__(self, obs):
+        self.steps += 1
+        self.mean = self.alpha * self.mean + (1 - self.alpha) * obs.mean()
+        self.std = self.alpha * self.std + (1 - self.alpha) * obs.std()
+        correction = 1 - self.alpha**self.steps
+        return (obs - self.mean / correction) / (self.std / correction + self.eps)
+
+
+class NoBiasCorrection(RunningNormalizer):
+    def __call__(self, obs):
+        self.steps += 1
+        self.mean = self.alpha * self.mean + (1 - self.alpha) * obs.mean()
+        self.std = self.alpha * self.std + (1 - self.alpha) * obs.std()
+        return (obs - self.mean) / (self.std + self.eps)
+
+
+class NoEps(RunningNormalizer):
+    def __call__(self, obs):
+        self.steps += 1
+        self.mean = self.alpha * self.mean + (1 - self.alpha) * obs.mean()
+        self.std = self.alpha * self.std + (1 - self.alpha) * obs.std()
+        correction = 1 - self.alpha**self.steps
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (obs - self.mean / correction) / (self.std / correction)
+
+
+class NormalisesBeforeUpdating(RunningNormalizer):
+    def __call__(self, obs):
+        if self.steps == 0:
+            return super().__call__(obs)
+        correction = 1 - self.alpha**self.steps
+        out = (obs - self.mean / correction) / (self.std / correction + self.eps)
+        super().__call__(obs)
+        return out
+
+
+class SharedStatistics(RunningNormalizer):
+    """Keeps its statistics on the class: every 'process' shares them (a real bug)."""
+
+    shared = {"mean": 0.0, "std": 0.0, "steps": 0}
+
+    def __init__(self, alpha=0.9999, eps=1e-8):
+        super().__init__(alpha, eps)
+        type(self).shared.update(mean=0.0, std=0.0, steps=0)
+
+    def __call__(self, obs):
+        s = type(self).shared
+        s["steps"] += 1
+        s["mean"] = self.alpha * s["mean"] + (1 - self.alpha) * obs.mean()
+        s["std"] = self.alpha * s["std"] + (1 - self.alpha) * obs.std()
+        correction = 1 - self.alpha ** s["steps"]
+        return (obs - s["mean"] / correction) / (s["std"] / correction + self.eps)
+
+
+class StubNormalizer:
+    def __init__(self, alpha=0.9999, eps=1e-8):
+        raise NotImplementedError
+
+
+def test_1_2_right_answer_passes(capsys):
+    assert unit1.check_running_normalizer(RunningNormalizer)
+    assert capsys.readouterr().out.startswith("PASSED [1.2] RunningNormalizer: all 5 cases")
+
+
+def test_1_2_stub_is_not_attempted(capsys):
+    assert not unit1.check_running_normalizer(StubNormalizer)
+    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.2] StubNormalizer")
+
+
+@pytest.mark.parametrize(
+    "wrong, message",
+    [
+        (NoBiasCorrection, "bias correction"),
+        (NoEps, "divide by (std + eps)"),
+        (NormalisesBeforeUpdating, "update the averages with this frame first"),
+        (SharedStatistics, "two normalisers used in turn"),
+    ],
+)
+def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
+    assert not unit1.check_running_normalizer(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.2]")
+    assert message in out
+
+
+def test_1_2_reference_is_the_formula():
+    """Two hand-computed steps with alpha = 0.5 on 2-pixel frames."""
+    frames = [np.array([0.0, 1.0]), np.array([1.0, 3.0])]
+    # t=1: m=0.25, s=0.25, correction 0.5 -> mean 0.5, std 0.5
+    # t=2: m=0.5*0.25+0.5*2=1.125, s=0.5*0.25+0.5*1=0.625, correction 0.75 -> 1.5, 0.8333
+    expected = np.array([[-1.0, 1.0], [(1 - 1.5) / (0.625 / 0.75), (3 - 1.5) / (0.625 / 0.75)]])
+    np.testing.assert_allclose(unit1.reference_running_normalise(frames, 0.5, 0.0), expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.3 skip_frames
+
+
+def skip_frames(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def skip_frames_no_early_stop(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def skip_frames_last_frame_only(env, action, skip=4):
+    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
+    return env.script[env.calls - 1][0], total, terminated, truncated, info
+
+
+def skip_frames_max_of_all(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    return np.max(frames, axis=0), total, terminated, truncated, info
+
+
+def skip_frames_clips_reward(env, action, skip=4):
+    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
+    return frame, min(total, 1.0), terminated, truncated, info
+
+
+def skip_frames_random_actions(env, action, skip=4):
+    total, frames = 0.0, []
+    for k in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action if k == 0 else 0)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def test_1_3_right_answer_passes(capsys):
+    assert unit1.check_skip_frames(skip_frames)
+    assert capsys.readouterr().out.startswith("PASSED [1.3] skip_frames: all 7 cases")
+
+
+def test_1_3_stub_is_not_attempted(capsys):
+    assert not unit1.check_skip_frames(stub)
+    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.3]")
+
+
+@pytest.mark.parametrize(
+    "wrong, message",
+    [
+        (skip_frames_no_early_stop, "stop as soon as terminated or truncated is True"),
+        (skip_frames_last_frame_only, "np.maximum of the last two frames"),
+        (skip_frames_max_of_all, "np.maximum of the last two frames"),
+        (skip_frames_clips_reward, "add up every frame's reward"),
+        (skip_frames_random_actions, "repeat the one action you were given"),
+        (lambda env, action, skip=4: skip_frames(env, action, skip)[:4], "return the five values"),
+    ],
+    ids=[
+        "no-early-stop",
+        "last-frame",
+        "max-of-all",
+        "clipped-reward",
+        "other-actions",
+        "four-values",
+    ],
+)
+def test_1_3_wrong_answers_are_caught(wrong, message, capsys):
+    assert not unit1.check_skip_frames(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.3]")
+    assert message in out
+
+
+def test_1_3_scripted_frames_really_blink():
+    """The check is only meaningful if pooling two frames differs from either frame."""
+    frames = unit1._blinking_frames(4, seed=13)
+    pooled = np.maximum(frames[2], frames[3])
+    assert not np.array_equal(pooled, frames[3]) and not np.array_equal(pooled, frames[2])
