@@ -1,0 +1,215 @@
+"""Unit 3 exercise checks: a correct answer passes, a stub is NOT ATTEMPTED, and the mistakes a
+learner is likely to make (off-by-one, no reset at episode ends, the original's truncation bug) fail
+with a message that names the input and shows expected versus got."""
+
+import pytest
+import torch
+
+from a3c_course.exercises import unit3
+from a3c_course.returns import gae, n_step_returns
+
+# ------------------------------------------------------------------ correct answers
+
+
+def discounted_returns(rewards, gamma):
+    returns, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        following = rewards[t] + gamma * following
+        returns[t] = following
+    return returns
+
+
+def gae_one_env(rewards, values, next_values, terminated, truncated, gamma, lam):
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        if terminated[t] or truncated[t]:
+            following = 0.0  # A_{t+1} belongs to the next episode
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        delta = rewards[t] + gamma * bootstrap - values[t]
+        following = delta + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def fixed_advantages_and_returns(rewards, values, next_values, terminated, truncated, gamma, lam):
+    n = len(rewards)
+    advantages, returns = torch.zeros(n), torch.zeros(n)
+    R, advantage = next_values[-1], 0.0
+    for t in reversed(range(n)):
+        if terminated[t]:
+            R, advantage = 0.0, 0.0
+        elif truncated[t]:
+            R, advantage = next_values[t], 0.0  # a time limit: the game would go on
+        next_value = 0.0 if terminated[t] else next_values[t]
+        R = rewards[t] + gamma * R
+        delta = rewards[t] + gamma * next_value - values[t]
+        advantage = delta + gamma * lam * advantage
+        advantages[t], returns[t] = advantage, R
+    return advantages, returns
+
+
+def package_gae(rewards, values, next_values, terminated, truncated, gamma, lam):
+    return gae(rewards, values, next_values, terminated, truncated, gamma, lam)
+
+
+def package_pair(rewards, values, next_values, terminated, truncated, gamma, lam):
+    return (
+        gae(rewards, values, next_values, terminated, truncated, gamma, lam),
+        n_step_returns(rewards, next_values, terminated, truncated, gamma),
+    )
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "exercise_id"),
+    [
+        (unit3.check_discounted_returns, discounted_returns, "3.1"),
+        (unit3.check_gae_one_env, gae_one_env, "3.2"),
+        (unit3.check_gae_one_env, package_gae, "3.2"),
+        (unit3.check_truncation_fix, fixed_advantages_and_returns, "3.3"),
+        (unit3.check_truncation_fix, package_pair, "3.3"),
+    ],
+)
+def test_correct_answers_pass(check, answer, exercise_id, capsys):
+    assert check(answer) is True
+    out = capsys.readouterr().out
+    assert out.startswith(f"PASSED [{exercise_id}] {answer.__name__}: all 6 cases agree")
+
+
+@pytest.mark.parametrize(
+    ("check", "exercise_id"),
+    [
+        (unit3.check_discounted_returns, "3.1"),
+        (unit3.check_gae_one_env, "3.2"),
+        (unit3.check_truncation_fix, "3.3"),
+    ],
+)
+def test_a_stub_is_not_attempted(check, exercise_id, capsys):
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    assert check(stub) is False
+    assert capsys.readouterr().out.startswith(f"NOT ATTEMPTED [{exercise_id}] stub")
+
+
+# ------------------------------------------------------------------ wrong answers are caught
+
+
+def returns_one_step_late(rewards, gamma):
+    """Off by one: G_t = gamma r_t + gamma^2 r_{t+1} + ... (the first reward discounted too)."""
+    returns, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        following = gamma * (rewards[t] + following)
+        returns[t] = following
+    return returns
+
+
+def returns_accumulated_forwards(rewards, gamma):
+    """Walks forwards: each entry sums the past rewards instead of the future ones."""
+    returns, running = torch.zeros_like(rewards), 0.0
+    for t in range(len(rewards)):
+        running = rewards[t] + gamma * running
+        returns[t] = running
+    return returns
+
+
+def gae_without_episode_resets(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Bootstraps correctly but lets A_{t+1} of the next episode leak into A_t."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        following = rewards[t] + gamma * bootstrap - values[t] + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def gae_with_the_truncation_bug(rewards, values, next_values, terminated, truncated, gamma, lam):
+    return unit3.buggy_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )[0]
+
+
+def gae_off_by_one(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Uses delta_{t+1} for A_t: the loop stores the advantage before adding this step."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        if terminated[t] or truncated[t]:
+            following = 0.0
+        advantages[t] = following
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        following = rewards[t] + gamma * bootstrap - values[t] + gamma * lam * following
+    return advantages
+
+
+def half_fixed(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Fixes the returns but still zeroes the bootstrap in the TD error on a time limit."""
+    advantages, _ = unit3.buggy_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )
+    return advantages, fixed_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )[1]
+
+
+def only_the_advantages(rewards, values, next_values, terminated, truncated, gamma, lam):
+    return fixed_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )[0]
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "exercise_id", "names"),
+    [
+        (unit3.check_discounted_returns, returns_one_step_late, "3.1", "rewards=[1, 1, 1]"),
+        (unit3.check_discounted_returns, returns_accumulated_forwards, "3.1", "rewards=[1, 1, 1]"),
+        (unit3.check_gae_one_env, gae_without_episode_resets, "3.2", "a game over after step 2"),
+        (unit3.check_gae_one_env, gae_with_the_truncation_bug, "3.2", "a time limit after step 2"),
+        (unit3.check_gae_one_env, gae_off_by_one, "3.2", "one episode running past"),
+        (unit3.check_truncation_fix, half_fixed, "3.3", "the advantages differ"),
+        (unit3.check_truncation_fix, only_the_advantages, "3.3", "expected a pair"),
+    ],
+)
+def test_wrong_answers_are_caught_with_a_helpful_message(check, wrong, exercise_id, names, capsys):
+    assert check(wrong) is False
+    out = capsys.readouterr().out
+    assert out.startswith(f"FAILED [{exercise_id}] {wrong.__name__}: on ")
+    assert names in out
+    if "pair" not in names:
+        assert "expected:" in out and "got:" in out
+
+
+def test_the_original_truncation_bug_is_caught_on_a_time_limit(capsys):
+    """The buggy function is right until a time limit cuts an episode; the check says so."""
+    assert unit3.check_truncation_fix(unit3.buggy_advantages_and_returns) is False
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [3.3] buggy_advantages_and_returns: on a time limit after step 2")
+    assert "truncated=00100" in out and "bootstrap from V(final observation) = 2" in out
+    assert "differ" in out and "expected:" in out and "got:" in out
+
+
+def test_the_buggy_function_agrees_with_the_package_without_time_limits():
+    """So the bug really is the truncation handling, and only that."""
+    rewards = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    values = torch.tensor([0.5, 0.1, 0.4, 0.2])
+    next_values = torch.tensor([0.1, 0.9, 0.2, 0.3])
+    terminated = torch.tensor([False, True, False, False])
+    no_limit = torch.zeros(4, dtype=torch.bool)
+    advantages, returns = unit3.buggy_advantages_and_returns(
+        rewards, values, next_values, terminated, no_limit, 0.9, 0.95
+    )
+    torch.testing.assert_close(
+        advantages, gae(rewards, values, next_values, terminated, no_limit, 0.9, 0.95)
+    )
+    torch.testing.assert_close(
+        returns, n_step_returns(rewards, next_values, terminated, no_limit, 0.9)
+    )
+
+
+def test_the_references_are_explicit_sums():
+    """Spot-check the checks' own references on numbers worked by hand."""
+    expected = unit3._explicit_discounted_returns([1.0, 1.0, 1.0], 0.5)
+    assert expected.tolist() == [1.75, 1.5, 1.0]
+    advantages, returns = unit3._explicit_gae_and_returns(
+        [1.0, 0.0], [1.0, 2.0], [4.0, 6.0], [False, False], [True, False], 0.5, 0.5
+    )
+    assert advantages.tolist() == [2.0, 1.0]  # truncated: 1 + 0.5*4 - 1; then 0 + 0.5*6 - 2
+    assert returns.tolist() == [3.0, 3.0]
