@@ -44,7 +44,7 @@ def close(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> st
         )
         return (
             f"values differ; largest gap at index {tuple(int(i) for i in worst)}: "
-            f"got {got_a[worst]!r}, expected {exp_a[worst]!r}"
+            f"got {float(got_a[worst]):.6g}, expected {float(exp_a[worst]):.6g}"
         )
     return None
 
