@@ -138,7 +138,7 @@ class A3CLoss(NamedTuple):
     entropy: torch.Tensor  # sum(H), reported for logging (higher: more exploration)
 
     def as_floats(self) -> dict[str, float]:
-        return {name: float(term) for name, term in self._asdict().items()}
+        return {name: float(term.detach()) for name, term in self._asdict().items()}
 
 
 def a3c_loss(

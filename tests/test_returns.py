@@ -12,6 +12,7 @@ The loss is checked against the analytic gradient of -A log softmax(z)_a - beta 
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -352,6 +353,17 @@ def test_value_loss_gradient_is_minus_the_error_averaged_over_environments():
     zeros = torch.zeros(5, 3, dtype=torch.float64)
     a3c_loss(zeros, zeros, values, zeros, returns).value.backward()
     torch.testing.assert_close(values.grad, -(returns - values.detach()) / 3)
+
+
+def test_breakdown_of_a_loss_that_needs_gradients_gives_floats_without_warnings():
+    values = torch.tensor([0.5, 0.1], requires_grad=True)
+    log_probs = torch.tensor([-0.7, -0.2], requires_grad=True)
+    loss = a3c_loss(log_probs, torch.ones(2), values, torch.ones(2), torch.zeros(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        floats = loss.as_floats()
+    assert all(type(value) is float for value in floats.values())
+    assert loss.total.requires_grad  # the breakdown did not detach the loss itself
 
 
 def test_loss_terms_and_their_breakdown():
