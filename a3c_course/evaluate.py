@@ -1,0 +1,192 @@
+"""Evaluation: play whole episodes with a trained network and report the raw game scores.
+
+    result = evaluate("runs/pong/checkpoint.pt", episodes=10)
+    print(result.summary())            # mean, std, min, max of the raw (unclipped) scores
+
+Evaluation plays the greedy policy (the most probable action) by default, and is always bounded:
+an episode is cut after `max_steps_per_episode` agent steps. The original course's test process
+could wait forever in Breakout when the greedy policy never pressed FIRE; the course's environments
+press FIRE at each life's start, and the cap makes sure no other stuck policy can stall either.
+
+A greedy policy in a deterministic game would replay one identical episode; each evaluation episode
+is reset with its own seed, so the random no-op starts (and sticky actions, if enabled) differ.
+
+`run_evaluator` is the evaluator process of training: every `eval_interval_s` seconds it copies the
+shared model and evaluates it while the workers go on learning.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import torch
+
+from .checkpoint import Checkpoint, load_checkpoint, model_from_checkpoint
+from .config import TrainConfig
+from .envs import is_atari, make_env, resolve_env_id
+from .model import ActorCritic, greedy_action, sample_action
+from .worker import child_setup, report_crash, sync_from_shared
+
+DEFAULT_MAX_STEPS_PER_EPISODE = 10_000
+
+
+@dataclass
+class Evaluation:
+    """The outcome of evaluation episodes: raw game scores, lengths in agent steps, and whether each
+    episode was cut by the step cap (or a time limit) rather than ended by the game."""
+
+    scores: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    capped: list[bool] = field(default_factory=list)
+    interrupted: bool = False  # stopped early by should_stop: fewer episodes than asked
+
+    @property
+    def mean(self) -> float:
+        return sum(self.scores) / len(self.scores) if self.scores else math.nan
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation (0 for a single episode)."""
+        if not self.scores:
+            return math.nan
+        mean = self.mean
+        return math.sqrt(sum((s - mean) ** 2 for s in self.scores) / len(self.scores))
+
+    @property
+    def min(self) -> float:
+        return min(self.scores) if self.scores else math.nan
+
+    @property
+    def max(self) -> float:
+        return max(self.scores) if self.scores else math.nan
+
+    def summary(self) -> str:
+        text = (
+            f"{len(self.scores)} episodes: mean {self.mean:.2f}, std {self.std:.2f}, "
+            f"min {self.min:.2f}, max {self.max:.2f}"
+        )
+        if any(self.capped):
+            text += f" ({sum(self.capped)} cut at the step cap)"
+        return text
+
+
+def evaluation_env(
+    game: str, max_steps_per_episode: int, sticky_actions: float = 0.0, **options
+) -> gym.Env:
+    """An environment whose episodes end after at most max_steps_per_episode agent steps.
+
+    The cap is a time limit inside the statistics wrapper, so a cut episode still reports its raw
+    score. A task with its own, shorter limit (CartPole-v1: 500) keeps it.
+    """
+    env_id = resolve_env_id(game)
+    own_limit = gym.registry[env_id].max_episode_steps
+    limit = max_steps_per_episode if own_limit is None else min(own_limit, max_steps_per_episode)
+    if is_atari(env_id):
+        options["sticky_actions"] = sticky_actions
+    return make_env(game, max_episode_steps=limit, **options)
+
+
+def evaluate(
+    model: ActorCritic | Checkpoint | str | os.PathLike,
+    game: str | None = None,
+    episodes: int = 10,
+    *,
+    greedy: bool = True,
+    max_steps_per_episode: int = DEFAULT_MAX_STEPS_PER_EPISODE,
+    seed: int = 0,
+    sticky_actions: float = 0.0,
+    should_stop: Callable[[], bool] | None = None,
+) -> Evaluation:
+    """Play `episodes` episodes and return their raw scores.
+
+    model: a network, a loaded Checkpoint, or a checkpoint's path.
+    game: the game to play; by default a checkpoint's own game (a model needs it). With a
+        checkpoint, a different game is an error.
+    greedy: the most probable action (True) or a sample from the policy (False).
+    max_steps_per_episode: the cap, in agent steps, after which an episode is cut.
+    seed: episode k is reset with seed + k.
+    should_stop: checked every 100 steps; when it returns True the evaluation stops early and the
+        result holds the finished episodes, with interrupted=True.
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if max_steps_per_episode < 1:
+        raise ValueError(f"max_steps_per_episode must be at least 1, got {max_steps_per_episode}")
+    if not isinstance(model, torch.nn.Module):
+        checkpoint = model if isinstance(model, Checkpoint) else load_checkpoint(model)
+        game = game or checkpoint.config.game
+        model = model_from_checkpoint(checkpoint, expect_game=game)
+    if game is None:
+        raise ValueError("evaluate needs game=... when given a model rather than a checkpoint")
+    choose = greedy_action if greedy else (lambda logits: sample_action(logits).action)
+    env = evaluation_env(game, max_steps_per_episode, sticky_actions)
+    result = Evaluation()
+    try:
+        with torch.no_grad():
+            for k in range(episodes):
+                obs, _ = env.reset(seed=seed + k)
+                state = model.initial_state(1)
+                for t in range(max_steps_per_episode + 1):
+                    if should_stop is not None and t % 100 == 0 and should_stop():
+                        result.interrupted = True
+                        return result
+                    out = model(torch.from_numpy(obs).unsqueeze(0), state)
+                    state = out.state
+                    obs, _, terminated, truncated, info = env.step(int(choose(out.logits)[0]))
+                    if terminated or truncated:
+                        result.scores.append(float(info["episode"]["r"]))
+                        result.lengths.append(int(info["episode"]["l"]))
+                        result.capped.append(bool(truncated and not terminated))
+                        break
+    finally:
+        env.close()
+    return result
+
+
+def run_evaluator(
+    config: TrainConfig, shared_model: ActorCritic, stop_event, step_counter, queue
+) -> None:
+    """The evaluator process of training: evaluate the shared model every config.eval_interval_s
+    seconds and send the result to the parent; stop when stop_event is set."""
+    child_setup()
+    try:
+        model = ActorCritic(
+            shared_model.obs_shape, shared_model.n_actions, shared_model.hidden_size
+        )
+        round_index = 0
+        while not stop_event.wait(config.eval_interval_s):
+            sync_from_shared(model, shared_model)
+            steps, started = step_counter.value, time.monotonic()
+            result = evaluate(
+                model,
+                config.game,
+                config.eval_episodes,
+                max_steps_per_episode=config.eval_max_episode_steps,
+                seed=config.seed + 1_000_000 + round_index * config.eval_episodes,
+                sticky_actions=config.sticky_actions,
+                should_stop=stop_event.is_set,
+            )
+            if result.interrupted:
+                break
+            queue.put(
+                {
+                    "kind": "eval",
+                    "worker": "evaluator",
+                    "steps": steps,
+                    "mean": result.mean,
+                    "std": result.std,
+                    "min": result.min,
+                    "max": result.max,
+                    "scores": result.scores,
+                    "capped": sum(result.capped),
+                    "duration_s": time.monotonic() - started,
+                }
+            )
+            round_index += 1
+    except BaseException:
+        report_crash(queue, "evaluator")

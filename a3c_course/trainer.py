@@ -1,0 +1,381 @@
+"""Asynchronous training: one shared model, N worker processes (Hogwild), one evaluator process.
+
+    from a3c_course.config import TrainConfig
+    from a3c_course.trainer import train
+
+    result = train(TrainConfig(game="pong", workers=2, max_minutes=10))
+    result.checkpoint          # runs/pong/checkpoint.pt
+    result.evaluations()       # [{"steps": ..., "mean": ..., ...}, ...]
+
+What happens:
+1. The parent builds the shared model and moves its weights to shared memory (`share_memory()`),
+   and builds the shared optimizer, whose state is in shared memory too (see optim.py).
+2. It starts the worker processes (worker.run_worker) and, unless eval_episodes is 0, the evaluator
+   process (evaluate.run_evaluator), with `multiprocessing.get_context(config.start_method)`: fork
+   by default on Linux, spawn elsewhere. The process functions live in the package, not in a
+   notebook, because spawn must import them by name in the child.
+3. Each worker loops: copy the shared weights, play a rollout, compute the gradient of its loss,
+   apply it to the shared weights with the shared optimizer, without locks (Hogwild). Workers send
+   finished episodes and losses to the parent through a queue; the evaluator sends its scores.
+4. The parent gathers these messages into the metrics history (also written to metrics.jsonl), shows
+   progress, calls `on_metrics` for live plots, and stops everything at the first budget reached
+   (max_steps, max_minutes, target_score), on Ctrl-C (or a notebook's stop button), or when a child
+   fails.
+5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
+   time), save the checkpoint. A child that failed sends its traceback, and train() raises
+   WorkerError carrying it. No child process outlives train().
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import queue as queue_module
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.multiprocessing as mp
+from tqdm.auto import tqdm
+
+from .checkpoint import save_checkpoint
+from .config import TrainConfig
+from .envs import make_env
+from .evaluate import run_evaluator
+from .model import ActorCritic
+from .optim import make_shared_optimizer
+from .worker import run_worker
+
+CHECKPOINT_NAME = "checkpoint.pt"
+METRICS_NAME = "metrics.jsonl"
+CONFIG_NAME = "config.json"
+POLL_S = 0.1  # how long the parent waits for a message before checking budgets and children
+CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
+JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
+
+STOP_REASONS = ("max_steps", "max_minutes", "target_score", "interrupted", "worker_failed")
+
+
+@dataclass
+class TrainResult:
+    """A training run's outcome (or, passed to on_metrics, its state so far).
+
+    history: every record received, in order. Each is a dict with "kind" ("episode", "loss" or
+        "eval"), "worker" (its index, or "evaluator"), "steps" (the global agent-step count when it
+        was made) and "elapsed_s" (seconds since the start when the parent received it), plus:
+        episode: "score" (raw game score), "length" (agent steps)
+        loss:    "total", "policy", "value", "entropy", "grad_norm" (before clipping), averaged over
+                 "rollouts" rollouts
+        eval:    "mean", "std", "min", "max", "scores", "capped", "duration_s"
+    stop_reason: one of STOP_REASONS; None while training runs.
+    """
+
+    config: TrainConfig
+    history: list[dict[str, Any]] = field(default_factory=list)
+    steps: int = 0
+    elapsed_s: float = 0.0
+    stop_reason: str | None = None
+    checkpoint: Path | None = None
+    metrics_path: Path | None = None
+
+    def episodes(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r["kind"] == "episode"]
+
+    def losses(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r["kind"] == "loss"]
+
+    def evaluations(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r["kind"] == "eval"]
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def recent_score(self, window: int | None = None) -> float | None:
+        """Mean raw score of the last `window` training episodes (config.score_window by default)."""
+        scores = [r["score"] for r in self.episodes()[-(window or self.config.score_window) :]]
+        return sum(scores) / len(scores) if scores else None
+
+    def last_evaluation(self) -> dict[str, Any] | None:
+        evaluations = self.evaluations()
+        return evaluations[-1] if evaluations else None
+
+
+class WorkerError(RuntimeError):
+    """A worker or the evaluator failed. The message holds its traceback; .result the run so far."""
+
+    def __init__(self, message: str, result: TrainResult):
+        super().__init__(message)
+        self.result = result
+
+
+def build_shared_model(config: TrainConfig) -> ActorCritic:
+    """The network for config.game, seeded with config.seed, its weights in shared memory."""
+    probe = make_env(config.game)
+    torch.manual_seed(config.seed)
+    model = ActorCritic.for_env(probe, config.hidden_size)
+    probe.close()
+    return model.share_memory()
+
+
+def train(
+    config: TrainConfig,
+    on_metrics: Callable[[TrainResult], None] | None = None,
+    *,
+    progress: bool = True,
+) -> TrainResult:
+    """Train with config; return the TrainResult (history, checkpoint path, steps, stop reason).
+
+    on_metrics(result): called with the run so far (result.stop_reason is None) at most once per
+        second when new records have arrived, and once at the end. Use it for live plots. Raising
+        KeyboardInterrupt from it stops training like Ctrl-C.
+    progress: show a tqdm progress bar (steps, steps/s, recent score, last evaluation).
+
+    Ctrl-C (KeyboardInterrupt, also a notebook's stop button) stops training cleanly and returns the
+    result with stop_reason "interrupted". A failing child raises WorkerError with its traceback;
+    the checkpoint is saved first in both cases.
+    """
+    out_dir = Path(config.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / CONFIG_NAME).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    shared_model = build_shared_model(config)
+    optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
+    run = _Run(config, shared_model, optimizer, out_dir, on_metrics, progress)
+    return run.execute()
+
+
+class _Run:
+    """The parent's side of one training run: start, watch, stop, save."""
+
+    def __init__(self, config, shared_model, optimizer, out_dir, on_metrics, progress):
+        self.config = config
+        self.shared_model = shared_model
+        self.optimizer = optimizer
+        self.on_metrics = on_metrics
+        self.context = mp.get_context(config.start_method)
+        self.stop_event = self.context.Event()
+        self.step_counter = self.context.Value("q", 0)
+        self.queue = self.context.Queue()
+        self.children: list = []
+        self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
+        self.checkpoint_path = out_dir / CHECKPOINT_NAME
+        self.metrics_file = open(self.result.metrics_path, "w")  # noqa: SIM115 (closed in execute)
+        self.failure: str | None = None
+        self.start = time.monotonic()
+        self.last_callback = -math.inf
+        self.fresh_records = False
+        self.progress = progress
+        self.bar = None
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def execute(self) -> TrainResult:
+        result = self.result
+        try:
+            self.start_children()
+            self.bar = tqdm(
+                total=self.config.max_steps, unit="step", disable=not self.progress, smoothing=0.1
+            )
+            result.stop_reason = self.watch()
+        except KeyboardInterrupt:
+            result.stop_reason = "interrupted"
+        except BaseException:
+            self.stop_children()
+            self.finish()
+            raise
+        self.stop_children()
+        self.finish()
+        if result.stop_reason == "worker_failed":
+            raise WorkerError(self.failure or "a training process failed", result)
+        if self.on_metrics is not None:
+            try:
+                self.on_metrics(result)  # the final state, for a last redraw
+            except KeyboardInterrupt:
+                pass  # already stopped
+        return result
+
+    def start_children(self) -> None:
+        shared = (self.stop_event, self.step_counter, self.queue)
+        pending = []
+        for worker_id in range(self.config.workers):
+            pending.append(
+                self.context.Process(
+                    target=run_worker,
+                    args=(worker_id, self.config, self.shared_model, self.optimizer, *shared),
+                    name=f"a3c-worker-{worker_id}",
+                    daemon=False,
+                )
+            )
+        if self.config.eval_episodes > 0:
+            pending.append(
+                self.context.Process(
+                    target=run_evaluator,
+                    args=(self.config, self.shared_model, *shared),
+                    name="a3c-evaluator",
+                    daemon=False,
+                )
+            )
+        for child in pending:
+            child.start()
+            self.children.append(child)  # only started children are joined
+
+    def watch(self) -> str:
+        """Gather records until a budget is reached or a child fails; return the stop reason."""
+        config = self.config
+        while True:
+            self.receive(timeout=POLL_S)
+            self.result.steps = self.step_counter.value
+            self.result.elapsed_s = time.monotonic() - self.start
+            self.show_progress()
+            if self.failure is not None or self.check_children():
+                return "worker_failed"
+            if config.max_steps is not None and self.result.steps >= config.max_steps:
+                return "max_steps"
+            if config.max_minutes is not None and self.result.elapsed_s >= 60 * config.max_minutes:
+                return "max_minutes"
+            if config.target_score is not None and self.target_reached():
+                return "target_score"
+            self.maybe_call_back()
+
+    def receive(self, timeout: float) -> None:
+        """Wait up to timeout for a message, then take every message already waiting."""
+        try:
+            record = self.queue.get(timeout=timeout)
+            while True:
+                self.record(record)
+                record = self.queue.get_nowait()
+        except queue_module.Empty:
+            pass
+
+    def record(self, record: dict[str, Any]) -> None:
+        if record["kind"] == "error":
+            if self.failure is None:
+                name = record["worker"]
+                who = name if name == "evaluator" else f"worker {name}"
+                self.failure = f"{who} failed:\n{record['traceback']}"
+            return
+        record["elapsed_s"] = round(time.monotonic() - self.start, 3)
+        self.result.history.append(record)
+        self.metrics_file.write(json.dumps(record) + "\n")
+        self.fresh_records = True
+        if record["kind"] == "eval":
+            self.save()  # keep a recent checkpoint on disk during long runs
+
+    def check_children(self) -> bool:
+        """True when a child exited with an error. A worker that ran out of steps exits with 0."""
+        failed = [c for c in self.children if c.exitcode not in (None, 0)]
+        if not failed:
+            return False
+        time.sleep(0.2)  # its traceback may still be on its way
+        self.receive(timeout=0.0)
+        if self.failure is None:
+            child = failed[0]
+            how = (
+                f"signal {-child.exitcode}" if child.exitcode < 0 else f"exit code {child.exitcode}"
+            )
+            self.failure = f"{child.name} died ({how}) without sending a traceback"
+            if self.config.start_method != "fork" and child.exitcode == 1:
+                self.failure += (
+                    f" (its error is on stderr; under {self.config.start_method} a script that"
+                    ' starts training must do so under `if __name__ == "__main__":`)'
+                )
+        return True
+
+    def target_reached(self) -> bool:
+        target = self.config.target_score
+        if self.config.eval_episodes > 0:
+            last = self.result.last_evaluation()
+            return last is not None and last["mean"] >= target
+        if len(self.result.episodes()) < self.config.score_window:
+            return False
+        return self.result.recent_score() >= target
+
+    def show_progress(self) -> None:
+        bar = self.bar
+        score, last = self.result.recent_score(), self.result.last_evaluation()
+        postfix = {}
+        if score is not None:
+            postfix["score"] = f"{score:.1f}"
+        if last is not None:
+            postfix["eval"] = f"{last['mean']:.1f}"
+        bar.set_postfix(postfix, refresh=False)
+        bar.update(self.result.steps - bar.n)  # redraws at most every bar.mininterval seconds
+
+    def maybe_call_back(self) -> None:
+        now = time.monotonic()
+        if self.on_metrics is None or not self.fresh_records:
+            return
+        if now - self.last_callback < CALLBACK_INTERVAL_S:
+            return
+        self.last_callback, self.fresh_records = now, False
+        self.on_metrics(self.result)
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def stop_children(self) -> None:
+        """Ask every child to stop, wait for them, terminate stragglers; keep reading the queue
+        meanwhile (a child cannot exit while its queued messages are unread). A second Ctrl-C
+        cannot cut this short and leave children behind."""
+        with _sigint_ignored():
+            self.stop_event.set()
+            deadline = time.monotonic() + JOIN_TIMEOUT_S
+            while any(c.is_alive() for c in self.children) and time.monotonic() < deadline:
+                self.safe_receive(0.05)
+            for child in self.children:
+                if child.is_alive():
+                    child.terminate()
+                    child.join(2.0)
+                if child.is_alive():
+                    child.kill()
+                    child.join(2.0)
+            self.safe_receive(0.0)
+            self.queue.close()
+
+    def safe_receive(self, timeout: float) -> None:
+        try:
+            self.receive(timeout)
+        except (OSError, EOFError, ValueError):  # a child killed mid-message
+            pass
+
+    def finish(self) -> None:
+        self.result.steps = self.step_counter.value
+        self.result.elapsed_s = time.monotonic() - self.start
+        self.save()
+        self.result.checkpoint = self.checkpoint_path
+        self.metrics_file.close()
+        if self.bar is not None:
+            self.show_progress()
+            self.bar.close()
+
+    def save(self) -> None:
+        last = self.result.last_evaluation()
+        save_checkpoint(
+            self.checkpoint_path,
+            self.shared_model,
+            self.config,
+            steps=self.step_counter.value,
+            elapsed_s=round(time.monotonic() - self.start, 3),
+            stop_reason=self.result.stop_reason,
+            recent_score=self.result.recent_score(),
+            eval_mean=None if last is None else last["mean"],
+        )
+
+
+class _sigint_ignored:
+    """Ignore Ctrl-C inside the block (only possible in the main thread; elsewhere a no-op)."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False

@@ -1,0 +1,80 @@
+"""Evaluation: raw scores, bounded episodes, checkpoints, early stop."""
+
+import pytest
+import torch
+from gymnasium.wrappers import TimeLimit
+
+from a3c_course.checkpoint import CheckpointError, save_checkpoint
+from a3c_course.config import TrainConfig
+from a3c_course.evaluate import Evaluation, evaluate, evaluation_env
+from a3c_course.model import ActorCritic
+
+
+def cartpole_model(seed=0):
+    torch.manual_seed(seed)
+    return ActorCritic((4,), 2, hidden_size=16)
+
+
+def test_scores_are_raw_episode_returns_and_repeat_with_the_seed():
+    result = evaluate(cartpole_model(), "CartPole-v1", episodes=4, seed=3)
+    assert len(result.scores) == 4 and result.scores == [float(n) for n in result.lengths]
+    assert result.scores == evaluate(cartpole_model(), "CartPole-v1", episodes=4, seed=3).scores
+    assert not any(result.capped)
+
+
+def test_summary_statistics():
+    result = Evaluation(scores=[1.0, 3.0], lengths=[10, 20], capped=[False, True])
+    assert (result.mean, result.std, result.min, result.max) == (2.0, 1.0, 1.0, 3.0)
+    assert (
+        result.summary()
+        == "2 episodes: mean 2.00, std 1.00, min 1.00, max 3.00 (1 cut at the step cap)"
+    )
+
+
+def test_pong_scores_are_raw_and_episodes_are_cut_at_the_cap():
+    model = ActorCritic((1, 42, 42), 6, hidden_size=32)
+    result = evaluate(model, "pong", episodes=2, max_steps_per_episode=60)
+    assert result.lengths == [60, 60] and result.capped == [True, True]
+    assert all(score == int(score) and -21 <= score <= 0 for score in result.scores)
+
+
+def test_a_breakout_agent_that_never_moves_cannot_stall_evaluation():
+    """The greedy policy always picks NOOP: FireOnLifeStart launches each ball, the agent loses its
+    lives, and the episode ends (or is cut at the cap) instead of waiting forever."""
+    model = ActorCritic((1, 42, 42), 4, hidden_size=32)
+    with torch.no_grad():
+        model.actor.bias.copy_(torch.tensor([100.0, 0.0, 0.0, 0.0]))  # NOOP, always
+    result = evaluate(model, "breakout", episodes=1, max_steps_per_episode=3000)
+    assert len(result.lengths) == 1 and result.lengths[0] <= 3000
+
+
+def time_limit_of(env):
+    while not isinstance(env, TimeLimit):
+        env = env.env
+    return env._max_episode_steps
+
+
+def test_the_cap_is_a_time_limit_and_a_task_keeps_its_own_shorter_one():
+    assert time_limit_of(evaluation_env("pong", 123)) == 123
+    assert time_limit_of(evaluation_env("CartPole-v1", 10_000)) == 500  # CartPole-v1's own limit
+    assert time_limit_of(evaluation_env("CartPole-v1", 50)) == 50
+
+
+def test_evaluates_a_checkpoint_on_its_own_game_and_refuses_another(tmp_path):
+    path = save_checkpoint(tmp_path / "m.pt", cartpole_model(), TrainConfig(game="CartPole-v1"))
+    by_path = evaluate(path, episodes=2)
+    assert by_path.scores == evaluate(cartpole_model(), "CartPole-v1", episodes=2).scores
+    with pytest.raises(CheckpointError, match="was trained on CartPole-v1, not on ALE/Pong-v5"):
+        evaluate(path, "pong", episodes=1)
+
+
+def test_should_stop_ends_evaluation_early():
+    result = evaluate(cartpole_model(), "CartPole-v1", episodes=50, should_stop=lambda: True)
+    assert result.interrupted and result.scores == []
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="episodes must be at least 1, got 0"):
+        evaluate(cartpole_model(), "CartPole-v1", episodes=0)
+    with pytest.raises(ValueError, match="needs game="):
+        evaluate(cartpole_model(), episodes=1)
