@@ -1,0 +1,280 @@
+"""The `a3c-course` command line.
+
+    a3c-course train --game pong --workers 2 --minutes 30 --out runs/pong
+    a3c-course evaluate --checkpoint runs/pong/checkpoint.pt --episodes 10
+
+Each subcommand is two functions: `add_<name>(subparsers)` builds its parser and sets `run` to
+`run_<name>(args) -> exit status`. To add one, write both and list `add_<name>` in COMMANDS.
+A user's mistake (an invalid value, a missing or unsuitable checkpoint) raises UsageError: `main`
+prints it as one line and exits with status 2, without a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import sys
+from collections.abc import Callable
+
+from .checkpoint import CheckpointError, load_checkpoint
+from .config import TrainConfig
+from .optim import OPTIMIZERS
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line and a pointer to --help instead of the full usage."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- train ---------------------------------------------------------------------------------------
+
+# Short names for the flags people type most; every field also has --its-name-with-dashes.
+FLAG_ALIASES = {
+    "max_minutes": ["--minutes"],
+    "max_steps": ["--steps"],
+    "out_dir": ["--out"],
+}
+CHOICES = {"optimizer": sorted(OPTIMIZERS), "start_method": multiprocessing.get_all_start_methods()}
+METAVARS = {"game": "GAME", "out_dir": "DIR"}
+NONE_MEANS = {  # what `none` means for the optional fields
+    "max_steps": "no limit",
+    "max_minutes": "no limit",
+    "max_episode_steps": "the game's own limit",
+    "target_score": "no target",
+}
+
+
+def _metavar(convert) -> str:
+    return {"int": "N", "float": "X"}.get(convert.__name__, "TEXT")
+
+
+def _parse_optional(convert: Callable[[str], object]) -> Callable[[str], object]:
+    def parse(text: str):
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = convert.__name__  # argparse names the type in its error messages
+    return parse
+
+
+def _field_type(annotation: str) -> tuple[Callable[[str], object], bool]:
+    """The converter for a TrainConfig annotation ("float", "int | None", ...), and whether None is
+    allowed."""
+    base, _, rest = annotation.partition("|")
+    convert = {"int": int, "float": float, "str": str}[base.strip()]
+    optional = rest.strip() == "None"
+    return (_parse_optional(convert) if optional else convert), optional
+
+
+def add_train(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train an agent with asynchronous workers (A3C)",
+        description="Train an A3C agent: worker processes update one shared model (Hogwild), an "
+        "evaluator process scores it with the greedy policy. Stops at the first budget reached "
+        "(--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt, "
+        "metrics.jsonl and config.json into --out.",
+    )
+    defaults = TrainConfig.__dataclass_fields__
+    help_text = TrainConfig.field_help()
+    for field in dataclasses.fields(TrainConfig):
+        convert, _ = _field_type(field.type)
+        default = defaults[field.name]
+        if default.default_factory is not dataclasses.MISSING:
+            shown = default.default_factory()
+        else:
+            shown = default.default
+        flags = [*FLAG_ALIASES.get(field.name, []), "--" + field.name.replace("_", "-")]
+        parser.add_argument(
+            *flags,
+            dest=field.name,
+            type=convert,
+            choices=CHOICES.get(field.name),
+            default=argparse.SUPPRESS,  # only what the user gives overrides TrainConfig's defaults
+            metavar=None if field.name in CHOICES else METAVARS.get(field.name, _metavar(convert)),
+            help=help_text[field.name]
+            + ("" if "default:" in help_text[field.name] else f" (default: {shown})")
+            + (f"; 'none' for {NONE_MEANS[field.name]}" if field.name in NONE_MEANS else ""),
+        )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(run=run_train)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    values = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(TrainConfig)
+        if hasattr(args, f.name)
+    }
+    try:
+        return TrainConfig(**values)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from .trainer import WorkerError, train  # imported here: `--help` stays fast
+
+    config = config_from_args(args)
+    budgets = ", ".join(
+        text
+        for text in (
+            config.max_steps and f"{config.max_steps:,} steps",
+            config.max_minutes and f"{config.max_minutes:g} minutes",
+            config.target_score is not None and f"score {config.target_score:g}",
+        )
+        if text
+    )
+    print(
+        f"Training on {config.env_id}: {config.workers} workers x {config.envs_per_worker} "
+        f"environments, until {budgets or 'Ctrl-C'}. Output: {config.out_dir}/"
+    )
+    try:
+        result = train(config, progress=not args.quiet)
+    except WorkerError as error:
+        print(f"a3c-course train: {error}", file=sys.stderr)
+        print(f"The model so far is saved in {error.result.checkpoint}", file=sys.stderr)
+        return EXIT_FAILED
+    last = result.last_evaluation()
+    recent = result.recent_score()
+    print(
+        f"Stopped ({result.stop_reason}) after {result.steps:,} agent steps in "
+        f"{result.elapsed_s / 60:.1f} min ({result.steps_per_s:.0f} steps/s)."
+    )
+    if recent is not None:
+        print(f"Mean raw score of the last {config.score_window} training episodes: {recent:.2f}")
+    if last is not None:
+        print(
+            f"Last evaluation at {last['steps']:,} steps: mean score {last['mean']:.2f} over {len(last['scores'])} episodes"
+        )
+    print(f"Checkpoint: {result.checkpoint}\nMetrics:    {result.metrics_path}")
+    return EXIT_INTERRUPTED if result.stop_reason == "interrupted" else EXIT_OK
+
+
+# -- evaluate ------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_evaluate(subparsers) -> None:
+    from .evaluate import DEFAULT_MAX_STEPS_PER_EPISODE
+
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="play episodes with a trained checkpoint and print its raw scores",
+        description="Play episodes with a checkpoint's network and print the raw game score of "
+        "each, then their mean, standard deviation, minimum and maximum.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--checkpoint", required=True, metavar="PATH", help="checkpoint file (checkpoint.pt)"
+    )
+    parser.add_argument("--episodes", type=_positive_int, default=10, help="episodes to play")
+    parser.add_argument("--game", default=None, help="game to play (default: the checkpoint's own)")
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="sample actions from the policy instead of taking the most probable one",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=DEFAULT_MAX_STEPS_PER_EPISODE,
+        help="cut an episode after this many agent steps",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="episode k starts from seed + k")
+    parser.add_argument(
+        "--sticky-actions",
+        type=float,
+        default=0.0,
+        help="Atari: probability of repeating the previous action",
+    )
+    parser.set_defaults(run=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+
+    try:
+        checkpoint = load_checkpoint(args.checkpoint, expect_game=args.game)
+    except (CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    if not 0.0 <= args.sticky_actions <= 1.0:
+        raise UsageError(
+            f"--sticky-actions must be a probability in [0, 1], got {args.sticky_actions}"
+        )
+    game = args.game or checkpoint.config.game
+    policy = "sampled" if args.sample else "greedy"
+    print(
+        f"Evaluating {args.checkpoint} on {checkpoint.config.env_id}: {args.episodes} episodes, "
+        f"{policy} policy, at most {args.max_steps:,} steps each"
+    )
+    result = evaluate(
+        checkpoint,
+        game,
+        args.episodes,
+        greedy=not args.sample,
+        max_steps_per_episode=args.max_steps,
+        seed=args.seed,
+        sticky_actions=args.sticky_actions,
+    )
+    for k, (score, length, capped) in enumerate(
+        zip(result.scores, result.lengths, result.capped, strict=True)
+    ):
+        print(
+            f"episode {k + 1:>3}: score {score:7.1f}  ({length} steps{', cut at the cap' if capped else ''})"
+        )
+    print(
+        f"score: mean {result.mean:.2f}, std {result.std:.2f}, min {result.min:.2f}, "
+        f"max {result.max:.2f} over {len(result.scores)} episodes"
+    )
+    return EXIT_OK
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+COMMANDS: list[Callable] = [add_train, add_evaluate]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="a3c-course",
+        description="Learn A3C by building it: train and evaluate agents on Atari games.",
+    )
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    for add_command in COMMANDS:
+        add_command(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 failed, 2 bad input, 130 Ctrl-C)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors exit here with status 2
+    try:
+        return args.run(args)
+    except UsageError as error:
+        print(f"a3c-course {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"a3c-course {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The command line: train and evaluate end to end, one-line errors for bad input, and Ctrl-C."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from a3c_course.checkpoint import load_checkpoint, save_checkpoint
+from a3c_course.cli import main
+from a3c_course.config import TrainConfig
+from a3c_course.model import ActorCritic
+
+COMMAND = str(Path(sys.executable).parent / "a3c-course")
+SMALL_RUN = [
+    "--game", "CartPole-v1", "--workers", "2", "--envs-per-worker", "2", "--hidden-size", "16",
+    "--eval-episodes", "1", "--eval-interval-s", "0.2", "--lr", "1e-3",
+]  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+def test_train_then_evaluate(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", *SMALL_RUN, "--steps", "2000", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "Training on CartPole-v1: 2 workers x 2 environments, until 2,000 steps, 30 minutes"
+        in printed
+    )
+    assert "Stopped (max_steps) after" in printed and f"Checkpoint: {out}/checkpoint.pt" in printed
+    assert (out / "metrics.jsonl").read_text() and (out / "config.json").exists()
+    assert load_checkpoint(out / "checkpoint.pt").config.lr == 1e-3
+
+    assert main(["evaluate", "--checkpoint", str(out / "checkpoint.pt"), "--episodes", "3"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("Evaluating") and "3 episodes, greedy policy" in printed[0]
+    assert [line.split(":")[0] for line in printed[1:4]] == [
+        "episode   1",
+        "episode   2",
+        "episode   3",
+    ]
+    assert printed[4].startswith("score: mean ") and printed[4].endswith("over 3 episodes")
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["train", "--lr", "-1"], "lr must be a positive number, e.g. 1e-4, got -1.0"),
+        (["train", "--workers", "0"], "workers must be an integer >= 1, got 0"),
+        (["train", "--gamma", "1.5"], r"gamma must be in \(0, 1\], got 1.5"),
+        (["train", "--game", "tetris"], "game: Unknown game 'tetris'"),
+        (["evaluate", "--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
+    ],
+)
+def test_invalid_values_give_one_line_and_status_2(arguments, message, capsys):
+    assert main(arguments) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"a3c-course {arguments[0]}: error: ")
+    assert re.search(message, err)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["train", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
+        (["train", "--optimizer", "sgd"], "argument --optimizer: invalid choice: 'sgd'"),
+        (["evaluate"], "the following arguments are required: --checkpoint"),
+        (["evaluate", "--checkpoint", "x.pt", "--episodes", "0"], "must be at least 1, got 0"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+)
+def test_malformed_arguments_give_one_line_and_status_2(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--help" in err
+
+
+def test_a_checkpoint_for_another_game_or_a_corrupt_one(tmp_path, capsys):
+    path = save_checkpoint(
+        tmp_path / "cp.pt", ActorCritic((4,), 2, 16), TrainConfig(game="CartPole-v1")
+    )
+    assert main(["evaluate", "--checkpoint", str(path), "--game", "pong"]) == 2
+    assert "was trained on CartPole-v1, not on ALE/Pong-v5" in capsys.readouterr().err
+    path.write_bytes(b"not a checkpoint")
+    assert main(["evaluate", "--checkpoint", str(path)]) == 2
+    assert "is not a readable checkpoint" in capsys.readouterr().err
+
+
+def test_help_describes_every_training_option_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ["--game GAME", "--workers N", "--minutes X", "--steps N", "--target-score X",
+                 "--out DIR", "--lr X", "--envs-per-worker N", "--optimizer {adam,rmsprop}"]:  # fmt: skip
+        assert flag in text
+    assert "learning rate of the shared optimizer (default: 0.0001)" in text
+    assert "(default: 30.0); 'none' for no limit" in text
+
+
+def test_the_installed_command_reports_user_errors_without_a_traceback():
+    done = subprocess.run([COMMAND, "train", "--workers", "0"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == "a3c-course train: error: workers must be an integer >= 1, got 0\n"
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
+    """Ctrl-C in a terminal sends SIGINT to every process of the group: the children ignore it,
+    the parent stops them, saves the checkpoint and exits with status 130."""
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [COMMAND, "train", *SMALL_RUN, "--minutes", "5", "--out", str(out), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 3):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert len(children) == 3  # two workers and the evaluator
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Stopped (interrupted)" in stdout and "Traceback" not in stderr
+    gone, alive = psutil.wait_procs(children, timeout=5)
+    assert alive == []
+    assert load_checkpoint(out / "checkpoint.pt").metadata["stop_reason"] == "interrupted"
