@@ -164,7 +164,7 @@ class _Run:
         self.children: list = []
         self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
-        self.metrics_file = open(self.result.metrics_path, "w")  # noqa: SIM115 (closed in execute)
+        self.metrics_file = open(self.result.metrics_path, "w")  # closed in finish()
         self.failure: str | None = None
         self.start = time.monotonic()
         self.last_callback = -math.inf
