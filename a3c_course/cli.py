@@ -244,9 +244,85 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- doctor --------------------------------------------------------------------------------------
+
+
+def add_doctor(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check this machine for the course: versions, ROMs, CPUs, video, widgets",
+        description="Print what a bug report needs (Python, torch, gymnasium, ale-py and numpy "
+        "versions; whether the Breakout and Pong ROMs load; CPUs and start method; GPU; video "
+        "writing; widgets) with a fix for each problem. Exit status 0 when all is well, 1 otherwise.",
+    )
+    parser.set_defaults(run=run_doctor)
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor as diagnose
+
+    return EXIT_OK if diagnose() else EXIT_FAILED
+
+
+# -- exercises -----------------------------------------------------------------------------------
+
+
+def add_exercises(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "exercises",
+        help="the student edition of the notebooks, and a per-exercise report on a notebook",
+        description="`student` writes the notebooks with every solution replaced by "
+        "`raise NotImplementedError` and outputs cleared; `check` runs a learner's notebook "
+        "headless and reports each exercise (exit status 0 only when all passed).",
+    )
+    actions = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=_Parser
+    )
+    student = actions.add_parser("student", help="write the student edition of the notebooks")
+    student.add_argument(
+        "--notebooks", default="notebooks", metavar="DIR", help="instructor notebooks"
+    )
+    student.add_argument(
+        "--out", default="student", metavar="DIR", help="where to write the edition"
+    )
+    student.set_defaults(run=run_exercises_student)
+    check = actions.add_parser("check", help="run a notebook headless and report each exercise")
+    check.add_argument("notebook", metavar="NOTEBOOK", help="the learner's .ipynb file")
+    check.add_argument(
+        "--timeout", type=_positive_int, default=1200, help="seconds allowed per cell"
+    )
+    check.set_defaults(run=run_exercises_check)
+
+
+def run_exercises_student(args: argparse.Namespace) -> int:
+    from .exercises.student import write_student_edition
+
+    try:
+        written = write_student_edition(args.notebooks, args.out)
+    except (FileNotFoundError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def run_exercises_check(args: argparse.Namespace) -> int:
+    from .exercises.core import PASSED
+    from .exercises.grading import format_report, grade
+
+    try:
+        results = grade(args.notebook, timeout=args.timeout)
+    except FileNotFoundError as error:
+        raise UsageError(str(error)) from None
+    print(format_report(args.notebook, results))
+    return (
+        EXIT_OK if results and all(result.status == PASSED for result in results) else EXIT_FAILED
+    )
+
+
 # -- main ----------------------------------------------------------------------------------------
 
-COMMANDS: list[Callable] = [add_train, add_evaluate]
+COMMANDS: list[Callable] = [add_train, add_evaluate, add_doctor, add_exercises]
 
 
 def build_parser() -> argparse.ArgumentParser:
