@@ -1,0 +1,58 @@
+"""`a3c-course doctor` and `a3c-course exercises student|check` from the command line."""
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from a3c_course.cli import main
+from a3c_course.exercises.student import count_solutions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SOLVED = '''def double(x):
+    """Return 2 * x."""
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION'''
+CHECK = 'from a3c_course.exercises import Case, check_cases\ncheck_cases("9.1", double, [Case("x = 2", (2,), 4)])'
+
+
+def test_doctor_exit_status_says_all_is_well(capsys):
+    assert main(["doctor"]) == 0
+    assert "All good" in capsys.readouterr().out
+
+
+def test_exercises_student_writes_the_edition(tmp_path, capsys):
+    out = tmp_path / "student"
+    assert main(["exercises", "student", "--out", str(out)]) == 0
+    written = sorted(out.glob("*.ipynb"))
+    assert [p.name for p in written] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert all(count_solutions(nbformat.read(p, as_version=4)) == 0 for p in written)
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_exercises_student_with_no_notebooks_is_a_usage_error(tmp_path, capsys):
+    assert (
+        main(["exercises", "student", "--notebooks", str(tmp_path), "--out", str(tmp_path / "s")])
+        == 2
+    )
+    assert "no notebooks" in capsys.readouterr().err
+
+
+def test_exercises_check_reports_and_sets_the_exit_status(tmp_path, capsys):
+    solved = tmp_path / "solved.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell(SOLVED), new_code_cell(CHECK)]), solved)
+    assert main(["exercises", "check", str(solved)]) == 0
+    assert "[9.1] PASSED" in capsys.readouterr().out
+
+    blank = tmp_path / "blank.ipynb"
+    stub = SOLVED.replace("return 2 * x", "raise NotImplementedError")
+    nbformat.write(new_notebook(cells=[new_code_cell(stub), new_code_cell(CHECK)]), blank)
+    assert main(["exercises", "check", str(blank)]) == 1
+    assert "[9.1] NOT ATTEMPTED" in capsys.readouterr().out
+
+
+def test_exercises_check_on_a_missing_notebook(tmp_path, capsys):
+    assert main(["exercises", "check", str(tmp_path / "nope.ipynb")]) == 2
+    assert "notebook not found" in capsys.readouterr().err
