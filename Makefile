@@ -33,9 +33,9 @@ notebooks: $(STAMP)
 test: lint $(STAMP)
 	$(BIN)/pytest --nbval -n 2 --dist loadfile
 
-# Train an agent on Pong with the course's defaults; the checkpoint and metrics land in runs/pong.
+# Train an agent on Pong for 30 minutes with two workers; the checkpoint and metrics land in runs/pong.
 train: $(STAMP)
-	$(BIN)/a3c-course train --game pong --out runs/pong
+	$(BIN)/a3c-course train --game pong --workers 2 --minutes 30 --out runs/pong
 
 # The student edition of the notebooks (solutions replaced by stubs, outputs cleared) in student/.
 student: $(STAMP)
