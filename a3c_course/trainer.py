@@ -24,14 +24,22 @@ What happens:
 5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
    time), save the checkpoint. A child that failed sends its traceback, and train() raises
    WorkerError carrying it. No child process outlives train().
+
+Resuming (`train(config, resume=True)`) continues the run saved in config.out_dir: the weights from
+checkpoint.pt, the optimizer's state from optimizer.pt (Adam's moments: without them the first
+updates would be too large), the history from metrics.jsonl, and the step count and elapsed time,
+which go on counting from where they were. max_steps counts all the run's steps; max_minutes
+counts this session's wall time.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import queue as queue_module
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -43,7 +51,7 @@ import torch
 import torch.multiprocessing as mp
 from tqdm.auto import tqdm
 
-from .checkpoint import save_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, load_weights, save_checkpoint
 from .config import TrainConfig
 from .envs import make_env
 from .evaluate import run_evaluator
@@ -54,6 +62,7 @@ from .worker import run_worker
 CHECKPOINT_NAME = "checkpoint.pt"
 METRICS_NAME = "metrics.jsonl"
 CONFIG_NAME = "config.json"
+OPTIMIZER_NAME = "optimizer.pt"
 POLL_S = 0.1  # how long the parent waits for a message before checking budgets and children
 CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
 JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
@@ -123,11 +132,69 @@ def build_shared_model(config: TrainConfig) -> ActorCritic:
     return model.share_memory()
 
 
+@dataclass
+class ResumePoint:
+    """Where a resumed run starts: what an earlier run of the same out_dir left on disk."""
+
+    model_state: dict[str, torch.Tensor]
+    optimizer_state: dict[str, Any] | None  # None when optimizer.pt is missing (fresh moments)
+    steps: int
+    elapsed_s: float
+    history: list[dict[str, Any]]
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a metrics.jsonl file; a last line cut short by a crash is skipped."""
+    records = []
+    lines = Path(path).read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}, line {number}: not a JSON record: {line[:60]!r}") from None
+    return records
+
+
+def load_resume_point(config: TrainConfig) -> ResumePoint:
+    """Read the run saved in config.out_dir; CheckpointError when there is none to continue, or it
+    was made for another game or network."""
+    out_dir = Path(config.out_dir)
+    checkpoint = load_checkpoint(out_dir / CHECKPOINT_NAME, expect_game=config.game)
+    probe = build_shared_model(config)
+    load_weights(probe, checkpoint)  # raises CheckpointError when the networks differ
+    if checkpoint.config.optimizer != config.optimizer:
+        raise CheckpointError(
+            f"{checkpoint.path} was trained with {checkpoint.config.optimizer}, not "
+            f"{config.optimizer}: resume with --optimizer {checkpoint.config.optimizer}"
+        )
+    optimizer_state = None
+    if (out_dir / OPTIMIZER_NAME).is_file():
+        try:
+            optimizer_state = torch.load(
+                out_dir / OPTIMIZER_NAME, map_location="cpu", weights_only=True
+            )
+        except Exception as error:
+            raise CheckpointError(f"{out_dir / OPTIMIZER_NAME} is not readable: {error}") from None
+    metrics = out_dir / METRICS_NAME
+    history = read_metrics(metrics) if metrics.is_file() else []
+    steps = int(checkpoint.metadata.get("steps") or 0)
+    return ResumePoint(
+        checkpoint.model_state,
+        optimizer_state,
+        steps,
+        float(checkpoint.metadata.get("elapsed_s") or 0.0),
+        [r for r in history if r.get("steps", 0) <= steps],  # records after the save are lost
+    )
+
+
 def train(
     config: TrainConfig,
     on_metrics: Callable[[TrainResult], None] | None = None,
     *,
     progress: bool = True,
+    resume: bool = False,
 ) -> TrainResult:
     """Train with config; return the TrainResult (history, checkpoint path, steps, stop reason).
 
@@ -135,36 +202,56 @@ def train(
         second when new records have arrived, and once at the end. Use it for live plots. Raising
         KeyboardInterrupt from it stops training like Ctrl-C.
     progress: show a tqdm progress bar (steps, steps/s, recent score, last evaluation).
+    resume: continue the run saved in config.out_dir (see the module's docstring); CheckpointError
+        when there is nothing to continue, ValueError when max_steps is already reached.
 
     Ctrl-C (KeyboardInterrupt, also a notebook's stop button) stops training cleanly and returns the
     result with stop_reason "interrupted". A failing child raises WorkerError with its traceback;
     the checkpoint is saved first in both cases.
     """
     out_dir = Path(config.out_dir)
+    point = load_resume_point(config) if resume else None
+    if point is not None and config.max_steps is not None and point.steps >= config.max_steps:
+        raise ValueError(
+            f"the run in {out_dir} already has {point.steps:,} steps, max_steps is "
+            f"{config.max_steps:,}: raise max_steps to train on"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / CONFIG_NAME).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     shared_model = build_shared_model(config)
     optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
-    run = _Run(config, shared_model, optimizer, out_dir, on_metrics, progress)
+    if point is not None:
+        with torch.no_grad():
+            shared_model.load_state_dict(point.model_state)  # copies into the shared tensors
+        if point.optimizer_state is not None:
+            optimizer.load_state_dict(point.optimizer_state)
+            for group in optimizer.param_groups:
+                group["lr"] = config.lr  # the config's rate, not the saved one
+    run = _Run(config, shared_model, optimizer, out_dir, on_metrics, progress, point)
     return run.execute()
 
 
 class _Run:
     """The parent's side of one training run: start, watch, stop, save."""
 
-    def __init__(self, config, shared_model, optimizer, out_dir, on_metrics, progress):
+    def __init__(self, config, shared_model, optimizer, out_dir, on_metrics, progress, point=None):
         self.config = config
         self.shared_model = shared_model
         self.optimizer = optimizer
         self.on_metrics = on_metrics
         self.context = mp.get_context(config.start_method)
         self.stop_event = self.context.Event()
-        self.step_counter = self.context.Value("q", 0)
+        self.step_counter = self.context.Value("q", point.steps if point else 0)
         self.queue = self.context.Queue()
         self.children: list = []
         self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
+        self.optimizer_path = out_dir / OPTIMIZER_NAME
         self.metrics_file = open(self.result.metrics_path, "w")  # closed in finish()
+        self.elapsed_offset = point.elapsed_s if point else 0.0
+        if point is not None:
+            self.result.history.extend(point.history)
+            self.metrics_file.writelines(json.dumps(r) + "\n" for r in point.history)
         self.failure: str | None = None
         self.start = time.monotonic()
         self.last_callback = -math.inf
@@ -179,7 +266,11 @@ class _Run:
         try:
             self.start_children()
             self.bar = tqdm(
-                total=self.config.max_steps, unit="step", disable=not self.progress, smoothing=0.1
+                total=self.config.max_steps,
+                initial=self.step_counter.value,
+                unit="step",
+                disable=not self.progress,
+                smoothing=0.1,
             )
             result.stop_reason = self.watch()
         except KeyboardInterrupt:
@@ -230,13 +321,14 @@ class _Run:
         while True:
             self.receive(timeout=POLL_S)
             self.result.steps = self.step_counter.value
-            self.result.elapsed_s = time.monotonic() - self.start
+            self.result.elapsed_s = self.elapsed()
             self.show_progress()
             if self.failure is not None or self.check_children():
                 return "worker_failed"
             if config.max_steps is not None and self.result.steps >= config.max_steps:
                 return "max_steps"
-            if config.max_minutes is not None and self.result.elapsed_s >= 60 * config.max_minutes:
+            session_s = time.monotonic() - self.start
+            if config.max_minutes is not None and session_s >= 60 * config.max_minutes:
                 return "max_minutes"
             if config.target_score is not None and self.target_reached():
                 return "target_score"
@@ -259,7 +351,7 @@ class _Run:
                 who = name if name == "evaluator" else f"worker {name}"
                 self.failure = f"{who} failed:\n{record['traceback']}"
             return
-        record["elapsed_s"] = round(time.monotonic() - self.start, 3)
+        record["elapsed_s"] = round(self.elapsed(), 3)
         self.result.history.append(record)
         self.metrics_file.write(json.dumps(record) + "\n")
         self.fresh_records = True
@@ -342,9 +434,13 @@ class _Run:
         except (OSError, EOFError, ValueError):  # a child killed mid-message
             pass
 
+    def elapsed(self) -> float:
+        """Seconds of training, this session's and the earlier sessions' of a resumed run."""
+        return self.elapsed_offset + time.monotonic() - self.start
+
     def finish(self) -> None:
         self.result.steps = self.step_counter.value
-        self.result.elapsed_s = time.monotonic() - self.start
+        self.result.elapsed_s = self.elapsed()
         self.save()
         self.result.checkpoint = self.checkpoint_path
         self.metrics_file.close()
@@ -359,11 +455,24 @@ class _Run:
             self.shared_model,
             self.config,
             steps=self.step_counter.value,
-            elapsed_s=round(time.monotonic() - self.start, 3),
+            elapsed_s=round(self.elapsed(), 3),
             stop_reason=self.result.stop_reason,
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
         )
+        _atomic_torch_save(self.optimizer.state_dict(), self.optimizer_path)
+
+
+def _atomic_torch_save(payload: Any, path: Path) -> None:
+    """torch.save to a temporary file beside path, then rename: never a half-written file."""
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            torch.save(payload, file)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
 
 
 class _sigint_ignored:

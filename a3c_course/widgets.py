@@ -1,0 +1,461 @@
+"""Notebook panels: set hyperparameters, start and stop training, watch the agent play.
+
+    from a3c_course.widgets import HyperparameterPanel, TrainingPanel, GameplayPanel
+
+    settings = HyperparameterPanel(TrainConfig(game="pong"))
+    settings                                    # sliders; a bad value shows its error in place
+    training = TrainingPanel(settings)
+    training                                    # Start / Stop, live learning curve, the result
+    GameplayPanel()                             # pick a checkpoint (or random play), watch it
+
+Every panel is a plain object holding ipywidgets; what its buttons do are its methods
+(`settings.read()`, `training.start()`, `training.stop()`, `player.play()`), so the tests call them
+directly, without a browser. `panel.widget` is the box to display (a panel displays itself too).
+
+Training runs in a background thread of the kernel, so the notebook stays responsive and the Stop
+button can be pressed. Stop does not kill anything: it makes the trainer's next progress callback
+raise KeyboardInterrupt, and the trainer stops its workers, joins them and saves the checkpoint,
+as on Ctrl-C. The live plot is a PNG in an Image widget: updating a widget's value is safe from a
+background thread, printing into an Output widget is not.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
+from .config import TrainConfig
+
+GAMES = ("pong", "breakout", "CartPole-v1")
+PLOT_INTERVAL_S = 2.0
+PLAY_MAX_FRAMES = 1800  # the gameplay panel's video shows at most 60 s (the scores count it all)  # redraw the live learning curve at most this often
+STYLE = {"description_width": "150px"}
+LAYOUT = widgets.Layout(width="480px")
+
+
+def _error_html(message: str) -> str:
+    return f'<span style="color:#b00020"><b>Error:</b> {html.escape(message)}</span>'
+
+
+def _ok_html(message: str) -> str:
+    return f'<span style="color:#1b5e20">{html.escape(message)}</span>'
+
+
+class _Panel:
+    widget: widgets.Widget
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+# -- hyperparameters ------------------------------------------------------------------------------
+
+
+def config_from_values(base: TrainConfig, values: dict[str, Any]) -> TrainConfig:
+    """base with `values` changed, validated (ValueError names the field and what is allowed).
+
+    Budgets: 0 or None for max_minutes / max_steps means no limit (stop with the Stop button).
+    An out_dir left at its default (runs/<game>) follows a change of game.
+    """
+    values = dict(values)
+    if "out_dir" not in values and base.out_dir == base.replace(out_dir=None).out_dir:
+        values["out_dir"] = None
+    for budget in ("max_minutes", "max_steps"):
+        if budget in values and values[budget] in (0, None):
+            values[budget] = None
+    return base.replace(**values)
+
+
+class HyperparameterPanel(_Panel):
+    """Sliders for the settings a learner explores; `read()` gives the validated TrainConfig.
+
+    Settings that are not on the panel (optimizer, seed, evaluation, out_dir, ...) come from `base`.
+    Any change re-validates: the summary line shows the config, or the error in place.
+    """
+
+    def __init__(self, base: TrainConfig | None = None, games: tuple[str, ...] = GAMES):
+        base = base or TrainConfig()
+        self.base = base
+        games = games if base.game in games else (base.game, *games)
+        common = dict(style=STYLE, layout=LAYOUT, continuous_update=False)
+        self.controls: dict[str, widgets.ValueWidget] = {
+            "game": widgets.Dropdown(
+                options=list(games), value=base.game, description="game", style=STYLE,
+                layout=LAYOUT,
+            ),
+            "lr": widgets.FloatLogSlider(
+                value=base.lr, base=10, min=-5, max=-2, step=0.1, readout_format=".1e",
+                description="learning rate", **common,
+            ),
+            "gamma": widgets.FloatSlider(
+                value=base.gamma, min=0.9, max=1.0, step=0.001, readout_format=".3f",
+                description="discount γ", **common,
+            ),
+            "gae_lambda": widgets.FloatSlider(
+                value=base.gae_lambda, min=0.0, max=1.0, step=0.05, readout_format=".2f",
+                description="GAE λ", **common,
+            ),
+            "entropy_coef": widgets.FloatSlider(
+                value=base.entropy_coef, min=0.0, max=0.1, step=0.001, readout_format=".3f",
+                description="entropy coefficient", **common,
+            ),
+            "workers": widgets.IntSlider(
+                value=base.workers, min=1, max=max(os.cpu_count() or 1, base.workers, 8),
+                description="workers", **common,
+            ),
+            "envs_per_worker": widgets.IntSlider(
+                value=base.envs_per_worker, min=1, max=max(16, base.envs_per_worker),
+                description="envs per worker", **common,
+            ),
+            "rollout_steps": widgets.IntSlider(
+                value=base.rollout_steps, min=1, max=max(100, base.rollout_steps),
+                description="rollout steps (n)", **common,
+            ),
+            "max_minutes": widgets.FloatText(
+                value=base.max_minutes or 0.0, description="budget: minutes (0: none)",
+                style=STYLE, layout=LAYOUT,
+            ),
+            "max_steps": widgets.IntText(
+                value=base.max_steps or 0, description="budget: steps (0: none)", style=STYLE,
+                layout=LAYOUT,
+            ),
+        }  # fmt: skip
+        self.message = widgets.HTML()
+        self.config: TrainConfig | None = None
+        self.error: str | None = None
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+        self.widget = widgets.VBox(
+            [widgets.HTML("<b>Hyperparameters</b>"), *self.controls.values(), self.message]
+        )
+        self.read()
+
+    def values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def set(self, **values: Any) -> TrainConfig | None:
+        """Set controls by field name (as a learner would), then read()."""
+        for name, value in values.items():
+            self.controls[name].value = value
+        return self.read()
+
+    def read(self) -> TrainConfig | None:
+        """The validated config, or None with the error shown in place (and in self.error)."""
+        try:
+            self.config, self.error = config_from_values(self.base, self.values()), None
+        except ValueError as error:
+            self.config, self.error = None, str(error)
+            self.message.value = _error_html(self.error)
+            return None
+        self.message.value = _ok_html(describe_config(self.config))
+        return self.config
+
+    def _on_change(self, _change) -> None:
+        self.read()
+
+
+def describe_config(config: TrainConfig) -> str:
+    """One line: the game, the processes and the budget."""
+    budgets = [
+        f"{config.max_minutes:g} min" if config.max_minutes else "",
+        f"{config.max_steps:,} steps" if config.max_steps else "",
+    ]
+    budget = " or ".join(b for b in budgets if b) or "until Stop"
+    return (
+        f"{config.env_id}: {config.workers} workers x {config.envs_per_worker} envs, "
+        f"lr {config.lr:.1e}, γ {config.gamma:g}, λ {config.gae_lambda:g}, "
+        f"entropy {config.entropy_coef:g}, n {config.rollout_steps}; {budget}"
+    )
+
+
+# -- training -------------------------------------------------------------------------------------
+
+
+def progress_text(result) -> str:
+    """ "12,340 steps (450/s), 1.2 min, recent score 21.3, last evaluation 30.0" for a TrainResult."""
+    parts = [
+        f"{result.steps:,} steps ({result.steps_per_s:.0f}/s)",
+        f"{result.elapsed_s / 60:.1f} min",
+    ]
+    recent, last = result.recent_score(), result.last_evaluation()
+    if recent is not None:
+        parts.append(f"recent score {recent:.1f}")
+    if last is not None:
+        parts.append(f"last evaluation {last['mean']:.1f}")
+    return ", ".join(parts)
+
+
+def result_html(result) -> str:
+    """What a finished run did: why it stopped, steps, scores, where the checkpoint is."""
+    lines = [
+        f"Stopped ({result.stop_reason}) after {result.steps:,} steps in "
+        f"{result.elapsed_s / 60:.1f} min.",
+    ]
+    recent, last = result.recent_score(), result.last_evaluation()
+    if recent is not None:
+        lines.append(f"Recent training score: {recent:.2f}.")
+    if last is not None:
+        lines.append(f"Last evaluation: {last['mean']:.2f} (at {last['steps']:,} steps).")
+    lines.append(f"Checkpoint: {result.checkpoint}")
+    return "<br>".join(html.escape(line) for line in lines)
+
+
+def learning_curve_png(history, window: int = 20, title: str | None = None) -> bytes:
+    """The learning curve (see reports.plot_learning_curve) as PNG bytes."""
+    from .reports import plot_learning_curve
+
+    figure = plot_learning_curve(history, window=window, title=title)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80)
+    return buffer.getvalue()
+
+
+class TrainingPanel(_Panel):
+    """Start and Stop buttons, a progress line, a live learning curve and the result.
+
+    source: a HyperparameterPanel (its current config), a TrainConfig, or a callable returning a
+        TrainConfig (or None when the settings are invalid).
+    """
+
+    def __init__(self, source: HyperparameterPanel | TrainConfig | Callable[[], Any]):
+        self.source = source
+        self.start_button = widgets.Button(description="Start", button_style="success", icon="play")
+        self.stop_button = widgets.Button(
+            description="Stop", button_style="danger", icon="stop", disabled=True
+        )
+        self.status = widgets.HTML("Ready.")
+        self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, layout=LAYOUT)
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="512px"))
+        self.outcome = widgets.HTML()
+        self.start_button.on_click(lambda _button: self.start())
+        self.stop_button.on_click(lambda _button: self.stop())
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML("<b>Training</b>"),
+                widgets.HBox([self.start_button, self.stop_button]),
+                self.progress,
+                self.status,
+                self.plot,
+                self.outcome,
+            ]
+        )
+        self.result = None
+        self.error: str | None = None
+        self.thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._last_plot = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def current_config(self) -> TrainConfig | None:
+        if isinstance(self.source, HyperparameterPanel):
+            config = self.source.read()
+            if config is None:
+                self.status.value = _error_html(f"fix the settings first: {self.source.error}")
+            return config
+        if isinstance(self.source, TrainConfig):
+            return self.source
+        return self.source()
+
+    def start(self) -> bool:
+        """Start training in a background thread; False (with the reason shown) if it cannot."""
+        if self.running:
+            self.status.value = _error_html("training is already running: Stop it first")
+            return False
+        config = self.current_config()
+        if config is None:
+            return False
+        self._stop.clear()
+        self.result, self.error, self.outcome.value = None, None, ""
+        self.progress.value, self.progress.bar_style = 0.0, ""
+        self.start_button.disabled, self.stop_button.disabled = True, False
+        self.status.value = html.escape(f"Starting: {describe_config(config)}")
+        self.thread = threading.Thread(
+            target=self._run, args=(config,), name="a3c-training-panel", daemon=True
+        )
+        self.thread.start()
+        return True
+
+    def stop(self) -> None:
+        """Ask training to stop: the next progress callback raises KeyboardInterrupt in the
+        trainer, which stops and joins its processes and saves the checkpoint."""
+        if self.running:
+            self._stop.set()
+            self.stop_button.disabled = True
+            self.status.value = "Stopping: waiting for the workers to finish their rollouts..."
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until training ends (True) or timeout seconds pass (False)."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return not self.running
+
+    def on_metrics(self, result) -> None:
+        """The trainer's callback: update progress and the plot; raise KeyboardInterrupt on Stop."""
+        if self._stop.is_set() and result.stop_reason is None:
+            raise KeyboardInterrupt
+        self.status.value = html.escape(progress_text(result))
+        self.progress.value = _fraction_done(result)
+        now = time.monotonic()
+        if result.stop_reason is not None or now - self._last_plot >= PLOT_INTERVAL_S:
+            self._last_plot = now
+            self.plot.value = learning_curve_png(
+                result.history, result.config.score_window, result.config.env_id
+            )
+
+    def _run(self, config: TrainConfig) -> None:
+        from .trainer import WorkerError, train
+
+        try:
+            self.result = train(config, on_metrics=self.on_metrics, progress=False)
+            self.outcome.value = result_html(self.result)
+            self.progress.bar_style = "success"
+        except WorkerError as error:
+            self.result, self.error = error.result, str(error)
+            self.outcome.value = _error_html(str(error).splitlines()[0]) + (
+                f"<pre>{html.escape(str(error))}</pre>"
+            )
+            self.progress.bar_style = "danger"
+        except Exception as error:  # shown in the panel: a thread's exception is otherwise lost
+            self.error = f"{type(error).__name__}: {error}"
+            self.outcome.value = _error_html(self.error)
+            self.progress.bar_style = "danger"
+        finally:
+            self.start_button.disabled, self.stop_button.disabled = False, True
+
+
+def _fraction_done(result) -> float:
+    """The largest fraction of any budget used (steps or minutes); 0 without a budget."""
+    config = result.config
+    fractions = [0.0]
+    if config.max_steps:
+        fractions.append(result.steps / config.max_steps)
+    if config.max_minutes:
+        fractions.append(result.elapsed_s / (60 * config.max_minutes))
+    if result.stop_reason is not None:
+        return 1.0
+    return min(1.0, max(fractions))
+
+
+# -- gameplay -------------------------------------------------------------------------------------
+
+
+def find_checkpoints(root: str | os.PathLike = "runs") -> list[str]:
+    """Checkpoint files under root (runs/<game>/checkpoint.pt), newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = sorted(root.rglob("checkpoint.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return [str(p) for p in found]
+
+
+class GameplayPanel(_Panel):
+    """Pick a game and a checkpoint (empty: random play), episodes, greedy or sampled; Play
+    records the episodes with a score caption and embeds the video, with each episode's score."""
+
+    def __init__(
+        self,
+        game: str = "pong",
+        checkpoint: str | os.PathLike | None = None,
+        *,
+        runs: str | os.PathLike = "runs",
+        games: tuple[str, ...] = GAMES,
+        max_steps: int = 1000,
+        video_dir: str | os.PathLike | None = None,
+    ):
+        games = games if game in games else (game, *games)
+        self.game = widgets.Dropdown(
+            options=list(games), value=game, description="game", style=STYLE, layout=LAYOUT
+        )
+        self.checkpoint = widgets.Combobox(
+            value="" if checkpoint is None else str(checkpoint),
+            options=find_checkpoints(runs),
+            placeholder="runs/pong/checkpoint.pt (empty: random play)",
+            description="checkpoint",
+            ensure_option=False,
+            style=STYLE,
+            layout=LAYOUT,
+        )
+        self.episodes = widgets.IntSlider(
+            value=1, min=1, max=5, description="episodes", style=STYLE, layout=LAYOUT
+        )
+        self.policy = widgets.ToggleButtons(
+            options=["greedy", "sampled"], value="greedy", description="actions", style=STYLE
+        )
+        self.max_steps = widgets.IntSlider(
+            value=max_steps, min=50, max=max(5000, max_steps), step=50,
+            description="steps per episode (cap)", style=STYLE, layout=LAYOUT,
+        )  # fmt: skip
+        self.play_button = widgets.Button(description="Play", button_style="primary", icon="play")
+        self.message = widgets.HTML()
+        self.video = widgets.HTML()
+        self.play_button.on_click(lambda _button: self.play())
+        self.video_dir = (
+            Path(video_dir) if video_dir else Path(tempfile.mkdtemp(prefix="a3c-play-"))
+        )
+        self.scores: list[float] = []
+        self.path: Path | None = None
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML("<b>Watch it play</b>"),
+                self.game,
+                self.checkpoint,
+                self.episodes,
+                self.policy,
+                self.max_steps,
+                self.play_button,
+                self.message,
+                self.video,
+            ]
+        )
+
+    def play(self) -> bool:
+        """Record and show the video; False with the error in place when it cannot."""
+        from .checkpoint import CheckpointError
+        from .reports import write_gameplay_video
+        from .video import load_player, show_video
+
+        path_text = self.checkpoint.value.strip()
+        self.play_button.disabled = True
+        self.message.value = "Playing..."
+        try:
+            model, game = load_player(path_text or None, self.game.value)
+            self.path, recorded = write_gameplay_video(
+                self.video_dir / f"{Path(game).name.replace('/', '_')}-play.mp4",
+                game,
+                model,
+                self.episodes.value,
+                greedy=self.policy.value == "greedy",
+                max_steps=self.max_steps.value,
+                max_frames=PLAY_MAX_FRAMES,
+            )
+        except (CheckpointError, ValueError, OSError) as error:
+            self.scores, self.video.value = [], ""
+            self.message.value = _error_html(str(error))
+            return False
+        finally:
+            self.play_button.disabled = False
+        self.scores = [e.score for e in recorded]
+        who = f"{path_text}" if path_text else "random play"
+        lines = [
+            f"episode {k}: score {e.score:g} in {e.length} steps"
+            + ("" if e.ended else " (cut at the cap)")
+            for k, e in enumerate(recorded, 1)
+        ]
+        self.message.value = (
+            f"{html.escape(who)} on {html.escape(game)}, {self.policy.value} actions:<br>"
+            + "<br>".join(html.escape(line) for line in lines)
+        )
+        self.video.value = show_video(self.path, width=400)._repr_html_()
+        return True

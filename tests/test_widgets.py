@@ -1,0 +1,181 @@
+"""The notebook panels, driven through their methods and widget values (no browser needed)."""
+
+import io
+import multiprocessing
+import os
+
+import imageio.v2 as imageio
+import pytest
+import torch
+
+from a3c_course.checkpoint import load_checkpoint, save_checkpoint
+from a3c_course.config import TrainConfig
+from a3c_course.model import ActorCritic
+from a3c_course.widgets import (
+    GameplayPanel,
+    HyperparameterPanel,
+    TrainingPanel,
+    config_from_values,
+    find_checkpoints,
+)
+
+
+def test_the_panel_builds_the_config_its_controls_show():
+    panel = HyperparameterPanel(TrainConfig(game="pong", optimizer="rmsprop", seed=7))
+    config = panel.set(
+        game="breakout", lr=3e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
+        envs_per_worker=2, rollout_steps=10, max_minutes=5, max_steps=20_000,
+    )  # fmt: skip
+    assert config == TrainConfig(
+        game="breakout", lr=3e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
+        envs_per_worker=2, rollout_steps=10, max_minutes=5.0, max_steps=20_000,
+        optimizer="rmsprop", seed=7,  # what the panel does not show comes from the base config
+    )  # fmt: skip
+    assert config.lr == pytest.approx(3e-4)
+    assert panel.config is config and panel.error is None
+    assert "ALE/Breakout-v5: 3 workers x 2 envs" in panel.message.value
+    assert "5 min or 20,000 steps" in panel.message.value
+
+
+def test_zero_budgets_mean_no_limit():
+    config = config_from_values(TrainConfig(), {"max_minutes": 0, "max_steps": 0})
+    assert config.max_minutes is None and config.max_steps is None
+    panel = HyperparameterPanel()
+    panel.set(max_minutes=0, max_steps=0)
+    assert "until Stop" in panel.message.value
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (
+            {"max_minutes": -5.0},
+            "max_minutes must be a positive number of minutes, or None, got -5.0",
+        ),
+        ({"max_steps": -10}, "max_steps must be an integer &gt;= 1, or None, got -10"),
+    ],
+)
+def test_a_bad_value_shows_its_error_in_place_instead_of_raising(values, message):
+    panel = HyperparameterPanel()
+    assert panel.set(**values) is None
+    assert panel.config is None and message.replace("&gt;", ">") == panel.error
+    assert "Error:" in panel.message.value and message in panel.message.value
+    # Fixing the value clears the error.
+    assert panel.set(max_minutes=1.0, max_steps=0) is not None
+    assert "Error" not in panel.message.value
+
+
+def test_sliders_clamp_to_their_range_and_the_text_boxes_are_validated():
+    panel = HyperparameterPanel()
+    panel.controls["gamma"].value = 1.7  # a slider cannot go past its end
+    assert panel.read().gamma == 1.0
+    # A value typed in code that TrainConfig rejects: shown in place, nothing raised.
+    panel.base = TrainConfig(game="CartPole-v1")
+    panel.controls["game"].options = ["CartPole-v1", "no-such-game"]
+    panel.controls["game"].value = "no-such-game"
+    assert panel.config is None and "game: Unknown game 'no-such-game'" in panel.error
+
+
+def test_training_refuses_to_start_with_invalid_settings(tmp_path):
+    settings = HyperparameterPanel(TrainConfig(game="CartPole-v1", out_dir=str(tmp_path)))
+    settings.set(max_minutes=-1.0)
+    training = TrainingPanel(settings)
+    assert training.start() is False and training.thread is None
+    assert "fix the settings first: max_minutes must be" in training.status.value
+
+
+SMALL = dict(
+    game="CartPole-v1", workers=2, envs_per_worker=2, hidden_size=16, lr=1e-3,
+    eval_episodes=1, eval_interval_s=0.3,
+)  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+def test_stop_ends_training_cleanly_with_no_process_left(tmp_path):
+    panel = TrainingPanel(TrainConfig(**SMALL, max_minutes=2.0, out_dir=str(tmp_path)))
+    assert panel.start() is True
+    assert panel.start_button.disabled and not panel.stop_button.disabled
+    seen_children = {}
+    for _ in range(600):  # wait for the live plot to show some progress
+        seen_children.update({child.pid: child for child in multiprocessing.active_children()})
+        if len(seen_children) == 3 and panel.plot.value and "steps" in panel.status.value:
+            break
+        panel.wait(0.1)
+    names = sorted(child.name for child in seen_children.values())
+    assert names == ["a3c-evaluator", "a3c-worker-0", "a3c-worker-1"]
+    png = imageio.imread(io.BytesIO(panel.plot.value))
+    assert png.ndim == 3 and png.shape[0] > 100  # a real picture of the learning curve
+    panel.stop()
+    assert panel.wait(60), "training did not stop"
+    assert multiprocessing.active_children() == []
+    assert all(not child.is_alive() for child in seen_children.values())
+    assert panel.result.stop_reason == "interrupted" and panel.error is None
+    checkpoint = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert checkpoint.metadata["stop_reason"] == "interrupted"
+    assert "Stopped (interrupted)" in panel.outcome.value
+    assert str(tmp_path / "checkpoint.pt") in panel.outcome.value
+    assert not panel.start_button.disabled and panel.stop_button.disabled
+    assert panel.progress.value == 1.0 and panel.progress.bar_style == "success"
+
+
+@pytest.mark.timeout(120)
+def test_a_run_that_reaches_its_budget_shows_its_result(tmp_path):
+    panel = TrainingPanel(lambda: TrainConfig(**SMALL, max_steps=1500, out_dir=str(tmp_path)))
+    panel.start()
+    assert panel.wait(90)
+    assert panel.result.stop_reason == "max_steps" and panel.result.steps >= 1500
+    assert "Stopped (max_steps)" in panel.outcome.value
+    assert panel.plot.value  # the final state was drawn
+    assert multiprocessing.active_children() == []
+
+
+def read_video(path):
+    return imageio.mimread(path, memtest=False)
+
+
+@pytest.fixture
+def cartpole_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    model = ActorCritic((4,), 2, 16)
+    return save_checkpoint(
+        tmp_path / "runs" / "cp" / "checkpoint.pt", model, TrainConfig(game="CartPole-v1")
+    )
+
+
+def test_gameplay_panel_plays_a_checkpoint_and_shows_video_and_scores(
+    cartpole_checkpoint, tmp_path
+):
+    panel = GameplayPanel(
+        "CartPole-v1", runs=tmp_path / "runs", video_dir=tmp_path / "videos", max_steps=100
+    )
+    assert panel.checkpoint.options == (str(cartpole_checkpoint),)
+    panel.checkpoint.value = str(cartpole_checkpoint)
+    panel.episodes.value, panel.policy.value = 2, "sampled"
+    assert panel.play() is True
+    assert len(panel.scores) == 2 and all(s >= 1 for s in panel.scores)
+    assert "episode 1: score" in panel.message.value and "episode 2: score" in panel.message.value
+    assert "sampled actions" in panel.message.value
+    assert panel.video.value.startswith("<video") and "base64," in panel.video.value
+    frames = read_video(panel.path)  # CartPole's score is its length: one frame more per episode
+    assert len(frames) == sum(int(s) + 1 for s in panel.scores)
+
+
+def test_gameplay_panel_random_play_and_errors_in_place(cartpole_checkpoint, tmp_path):
+    panel = GameplayPanel("pong", runs=tmp_path / "none", video_dir=tmp_path, max_steps=50)
+    assert panel.checkpoint.options == ()
+    assert panel.play() is True and "random play on pong" in panel.message.value
+    panel.checkpoint.value = str(cartpole_checkpoint)  # trained on CartPole, asked to play Pong
+    assert panel.play() is False
+    assert "was trained on CartPole-v1, not on ALE/Pong-v5" in panel.message.value
+    assert panel.video.value == "" and panel.scores == []
+    panel.checkpoint.value = str(tmp_path / "missing.pt")
+    assert panel.play() is False and "does not exist" in panel.message.value
+
+
+def test_find_checkpoints_lists_newest_first(tmp_path):
+    config = TrainConfig(game="CartPole-v1")
+    old = save_checkpoint(tmp_path / "a" / "checkpoint.pt", ActorCritic((4,), 2, 8), config)
+    new = save_checkpoint(tmp_path / "b" / "checkpoint.pt", ActorCritic((4,), 2, 8), config)
+    os.utime(old, (1, 1))
+    assert find_checkpoints(tmp_path) == [str(new), str(old)]
+    assert find_checkpoints(tmp_path / "nowhere") == []
