@@ -2,6 +2,7 @@
 
     a3c-course train --game pong --workers 2 --minutes 30 --out runs/pong
     a3c-course evaluate --checkpoint runs/pong/checkpoint.pt --episodes 10
+    a3c-course play --checkpoint runs/pong/checkpoint.pt --out pong.mp4
 
 Each subcommand is two functions: `add_<name>(subparsers)` builds its parser and sets `run` to
 `run_<name>(args) -> exit status`. To add one, write both and list `add_<name>` in COMMANDS.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable
 
@@ -81,7 +83,8 @@ def add_train(subparsers) -> None:
         description="Train an A3C agent: worker processes update one shared model (Hogwild), an "
         "evaluator process scores it with the greedy policy. Stops at the first budget reached "
         "(--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt, "
-        "metrics.jsonl and config.json into --out.",
+        "metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) "
+        "and a short video of the final agent (gameplay.mp4).",
     )
     defaults = TrainConfig.__dataclass_fields__
     help_text = TrainConfig.field_help()
@@ -105,25 +108,66 @@ def add_train(subparsers) -> None:
             + (f"; 'none' for {NONE_MEANS[field.name]}" if field.name in NONE_MEANS else ""),
         )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --out: its weights, optimizer state, metrics and step "
+        "count; its settings, except those given here. --steps counts all the run's steps, "
+        "--minutes this session's",
+    )
+    parser.add_argument(
+        "--no-report",
+        dest="report",
+        action="store_false",
+        help="do not write learning_curve.png and gameplay.mp4 at the end",
+    )
     parser.set_defaults(run=run_train)
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """TrainConfig from the flags given; the others from base (default: TrainConfig's defaults)."""
     values = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(TrainConfig)
         if hasattr(args, f.name)
     }
     try:
-        return TrainConfig(**values)
+        return base.replace(**values) if base is not None else TrainConfig(**values)
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def resumed_config(args: argparse.Namespace) -> TrainConfig:
+    """The saved run's config (from --out's checkpoint) with the flags given on top."""
+    from .trainer import CHECKPOINT_NAME
+
+    out_dir = config_from_args(args).out_dir
+    try:
+        saved = load_checkpoint(f"{out_dir}/{CHECKPOINT_NAME}").config
+    except CheckpointError as error:
+        raise UsageError(f"--resume: {error}") from None
+    return config_from_args(args, saved.replace(out_dir=out_dir))
+
+
+def check_writable(folder: str) -> None:
+    """UsageError unless folder exists or can be made, and a file can be written in it."""
+    import tempfile
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write to the output folder {folder}: {error.strerror or error}"
+        ) from None
 
 
 def run_train(args: argparse.Namespace) -> int:
     from .trainer import WorkerError, train  # imported here: `--help` stays fast
 
-    config = config_from_args(args)
+    config = resumed_config(args) if args.resume else config_from_args(args)
+    check_writable(config.out_dir)
     budgets = ", ".join(
         text
         for text in (
@@ -134,11 +178,14 @@ def run_train(args: argparse.Namespace) -> int:
         if text
     )
     print(
-        f"Training on {config.env_id}: {config.workers} workers x {config.envs_per_worker} "
-        f"environments, until {budgets or 'Ctrl-C'}. Output: {config.out_dir}/"
+        f"{'Resuming' if args.resume else 'Training'} on {config.env_id}: {config.workers} "
+        f"workers x {config.envs_per_worker} environments, until {budgets or 'Ctrl-C'}. "
+        f"Output: {config.out_dir}/"
     )
     try:
-        result = train(config, progress=not args.quiet)
+        result = train(config, progress=not args.quiet, resume=args.resume)
+    except (CheckpointError, ValueError) as error:  # --resume: nothing fitting to continue
+        raise UsageError(str(error)) from None
     except WorkerError as error:
         print(f"a3c-course train: {error}", file=sys.stderr)
         print(f"The model so far is saved in {error.result.checkpoint}", file=sys.stderr)
@@ -156,7 +203,23 @@ def run_train(args: argparse.Namespace) -> int:
             f"Last evaluation at {last['steps']:,} steps: mean score {last['mean']:.2f} over {len(last['scores'])} episodes"
         )
     print(f"Checkpoint: {result.checkpoint}\nMetrics:    {result.metrics_path}")
+    if args.report:
+        write_report(config.out_dir)
     return EXIT_INTERRUPTED if result.stop_reason == "interrupted" else EXIT_OK
+
+
+def write_report(out_dir: str) -> None:
+    """The learning curve and a gameplay video beside the checkpoint; a failure here is a warning
+    (the checkpoint and metrics are already safe)."""
+    from .reports import write_run_report
+
+    print("Writing the learning curve and a gameplay video of the final agent...", flush=True)
+    try:
+        report = write_run_report(out_dir)
+    except Exception as error:
+        print(f"a3c-course train: warning: no report written: {error}", file=sys.stderr)
+        return
+    print(f"Learning curve: {report.learning_curve}\nGameplay video: {report.gameplay}")
 
 
 # -- evaluate ------------------------------------------------------------------------------------
@@ -244,6 +307,80 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- play ----------------------------------------------------------------------------------------
+
+
+def add_play(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "play",
+        help="write a gameplay video of a checkpoint (or of random play)",
+        description="Record episodes of a checkpoint's network (or of random actions, without "
+        "--checkpoint) with the score in a caption, and write them as an MP4 (or GIF) video.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--checkpoint", metavar="PATH", default=None, help="checkpoint file (default: random play)"
+    )
+    parser.add_argument("--out", required=True, metavar="VIDEO", help="video file: .mp4 or .gif")
+    parser.add_argument(
+        "--game", default=None, help="game to play (default: the checkpoint's own; needed without)"
+    )
+    parser.add_argument("--episodes", type=_positive_int, default=1, help="episodes to record")
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument(
+        "--greedy", dest="greedy", action="store_true", default=True,
+        help="take the most probable action",
+    )  # fmt: skip
+    policy.add_argument(
+        "--sample", dest="greedy", action="store_false", help="sample actions from the policy"
+    )
+    parser.add_argument(
+        "--max-steps", type=_positive_int, default=2000, help="cut an episode after this many steps"
+    )
+    parser.add_argument(
+        "--max-frames", type=_positive_int, default=1800,
+        help="keep at most this many frames in the video (30 per second)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--agent-view", action="store_true", help="show the agent's 42x42 input beside the game"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="episode k starts from seed + k")
+    parser.set_defaults(run=run_play)
+
+
+def run_play(args: argparse.Namespace) -> int:
+    from .reports import write_gameplay_video
+    from .video import VIDEO_FORMATS, load_player
+
+    if os.path.splitext(args.out)[1].lower() not in VIDEO_FORMATS:
+        raise UsageError(f"--out must end in {' or '.join(VIDEO_FORMATS)}, got {args.out}")
+    if args.checkpoint is None and args.game is None:
+        raise UsageError("random play (no --checkpoint) needs --game, e.g. --game pong")
+    try:
+        model, game = load_player(args.checkpoint, args.game)
+    except (CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    check_writable(os.path.dirname(os.path.abspath(args.out)))
+    who = args.checkpoint or "random play"
+    print(f"Playing {args.episodes} episode(s) of {game} with {who}...", flush=True)
+    path, episodes = write_gameplay_video(
+        args.out,
+        game,
+        model,
+        args.episodes,
+        greedy=args.greedy,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        max_frames=args.max_frames,
+        agent_view=args.agent_view,
+    )
+    for k, episode in enumerate(episodes, 1):
+        cut = "" if episode.ended else ", cut at the step cap"
+        print(f"episode {k:>3}: score {episode.score:7.1f}  ({episode.length} steps{cut})")
+    print(f"Video: {path}")
+    return EXIT_OK
+
+
 # -- doctor --------------------------------------------------------------------------------------
 
 
@@ -322,7 +459,7 @@ def run_exercises_check(args: argparse.Namespace) -> int:
 
 # -- main ----------------------------------------------------------------------------------------
 
-COMMANDS: list[Callable] = [add_train, add_evaluate, add_doctor, add_exercises]
+COMMANDS: list[Callable] = [add_train, add_evaluate, add_play, add_doctor, add_exercises]
 
 
 def build_parser() -> argparse.ArgumentParser:
