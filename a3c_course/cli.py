@@ -316,35 +316,46 @@ def add_play(subparsers) -> None:
         help="write a gameplay video of a checkpoint (or of random play)",
         description="Record episodes of a checkpoint's network (or of random actions, without "
         "--checkpoint) with the score in a caption, and write them as an MP4 (or GIF) video.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--checkpoint", metavar="PATH", default=None, help="checkpoint file (default: random play)"
+        "--checkpoint",
+        metavar="PATH",
+        default=None,
+        help="checkpoint file; without it, random actions",
     )
     parser.add_argument("--out", required=True, metavar="VIDEO", help="video file: .mp4 or .gif")
     parser.add_argument(
-        "--game", default=None, help="game to play (default: the checkpoint's own; needed without)"
+        "--game",
+        default=None,
+        help="game to play (default: the checkpoint's own; required for random play)",
     )
-    parser.add_argument("--episodes", type=_positive_int, default=1, help="episodes to record")
+    parser.add_argument(
+        "--episodes", type=_positive_int, default=1, help="episodes to record (default: 1)"
+    )
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument(
         "--greedy", dest="greedy", action="store_true", default=True,
-        help="take the most probable action",
+        help="take the most probable action (the default)",
     )  # fmt: skip
     policy.add_argument(
         "--sample", dest="greedy", action="store_false", help="sample actions from the policy"
     )
     parser.add_argument(
-        "--max-steps", type=_positive_int, default=2000, help="cut an episode after this many steps"
+        "--max-steps",
+        type=_positive_int,
+        default=2000,
+        help="cut an episode after this many steps (default: 2000)",
     )
     parser.add_argument(
         "--max-frames", type=_positive_int, default=1800,
-        help="keep at most this many frames in the video (30 per second)",
+        help="keep at most this many frames in the video (default: 1800, one minute at 30 per second)",
     )  # fmt: skip
     parser.add_argument(
         "--agent-view", action="store_true", help="show the agent's 42x42 input beside the game"
     )
-    parser.add_argument("--seed", type=int, default=0, help="episode k starts from seed + k")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="episode k starts from seed + k (default: 0)"
+    )
     parser.set_defaults(run=run_play)
 
 
