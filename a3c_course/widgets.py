@@ -36,8 +36,8 @@ import ipywidgets as widgets
 from .config import TrainConfig
 
 GAMES = ("pong", "breakout", "CartPole-v1")
-PLOT_INTERVAL_S = 2.0
-PLAY_MAX_FRAMES = 1800  # the gameplay panel's video shows at most 60 s (the scores count it all)  # redraw the live learning curve at most this often
+PLOT_INTERVAL_S = 2.0  # redraw the live learning curve at most this often
+PLAY_MAX_FRAMES = 1800  # the gameplay panel's video shows at most 60 s (the scores count it all)
 STYLE = {"description_width": "190px"}
 LAYOUT = widgets.Layout(width="520px")
 
