@@ -4,8 +4,8 @@ In Google Colab it installs the course from its repository (keeping Colab's own 
 package's loose ranges accept) and turns on Colab's widget manager, which ipywidgets 8 needs there.
 Anywhere else it does nothing and prints nothing, so nbval and JupyterLab see no output.
 
-A fork changes COURSE_REPOSITORY here and runs `python -m a3c_course.colab` to rewrite the cells;
-tests/test_colab.py checks that every notebook's setup cell matches.
+A fork changes COURSE_REPOSITORY here and runs `python -m a3c_course.colab` to rewrite the cells
+and the Colab badges (notebooks and README); tests/test_colab.py checks that they all match.
 """
 
 from __future__ import annotations
@@ -45,8 +45,15 @@ def sync_notebook(notebook) -> None:
 
 
 def sync_setup_cells(notebook_dir: Path) -> list[Path]:
-    """Resync every notebook in notebook_dir; return the notebooks that changed."""
+    """Resync every notebook in notebook_dir and the README's badges; return the files changed."""
     changed = []
+    readme = Path(notebook_dir).parent / "README.md"
+    if readme.is_file():
+        text = readme.read_text()
+        synced = BADGE_LINK.sub(f"colab.research.google.com/github/{GITHUB_PATH}/", text)
+        if synced != text:
+            readme.write_text(synced)
+            changed.append(readme)
     for path in sorted(notebook_dir.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         before = nbformat.writes(notebook)

@@ -60,3 +60,32 @@ def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
         f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/main/notebooks/{path.name}"
         in (notebook.cells[0].source)
     )
+
+
+def test_readme_has_a_colab_badge_for_every_notebook():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert (
+            f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/main/notebooks/{path.name}"
+            in readme
+        )
+
+
+def test_sync_rewrites_setup_cells_and_badges_for_a_fork(tmp_path, monkeypatch):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    old = "colab.research.google.com/github/someone/old-fork/blob/main/notebooks/x.ipynb"
+    cells = [
+        nbformat.v4.new_markdown_cell(f"[badge](https://{old})"),
+        nbformat.v4.new_code_cell("# Setup: in Google Colab, old text"),
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "x.ipynb")
+    (tmp_path / "README.md").write_text(f"[badge](https://{old})")
+    monkeypatch.setattr(colab, "GITHUB_PATH", "me/my-fork")
+    changed = colab.sync_setup_cells(notebooks)
+    assert sorted(p.name for p in changed) == ["README.md", "x.ipynb"]
+    synced = nbformat.read(notebooks / "x.ipynb", as_version=4)
+    assert "github/me/my-fork/blob/main/notebooks/x.ipynb" in synced.cells[0].source
+    assert synced.cells[1].source == colab.SETUP_CELL
+    assert "github/me/my-fork/" in (tmp_path / "README.md").read_text()
+    assert colab.sync_setup_cells(notebooks) == []  # idempotent
