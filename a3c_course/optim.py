@@ -48,7 +48,24 @@ def _check_cpu(params) -> None:
             )
 
 
-class SharedAdam(torch.optim.Adam):
+class _SharedState:
+    """What both shared optimizers add to the stock ones: state kept in shared memory."""
+
+    def share_memory(self):
+        """Move every state tensor to shared memory (in place; called by __init__)."""
+        for state in self.state.values():
+            for value in state.values():
+                if torch.is_tensor(value):
+                    value.share_memory_()
+        return self
+
+    def load_state_dict(self, state_dict) -> None:
+        """Load a saved state, then move it to shared memory (the stock method makes new tensors)."""
+        super().load_state_dict(state_dict)
+        self.share_memory()
+
+
+class SharedAdam(_SharedState, torch.optim.Adam):
     """torch.optim.Adam with its state (step, exp_avg, exp_avg_sq) created up front in shared memory.
 
     Takes the same arguments as torch.optim.Adam; the update is Adam's own (the stock `step()`).
@@ -71,18 +88,8 @@ class SharedAdam(torch.optim.Adam):
                     )
         self.share_memory()
 
-    def share_memory(self) -> SharedAdam:
-        """Move every state tensor to shared memory (in place; called by __init__)."""
-        _share_state(self)
-        return self
 
-    def load_state_dict(self, state_dict) -> None:
-        """Load a saved state, then move it to shared memory (the stock method makes new tensors)."""
-        super().load_state_dict(state_dict)
-        self.share_memory()
-
-
-class SharedRMSprop(torch.optim.RMSprop):
+class SharedRMSprop(_SharedState, torch.optim.RMSprop):
     """torch.optim.RMSprop with its state (step, square_avg, and momentum_buffer when momentum > 0,
     grad_avg when centered) created up front in shared memory: the paper's "shared RMSProp".
 
@@ -105,23 +112,6 @@ class SharedRMSprop(torch.optim.RMSprop):
                 if group["centered"]:
                     state["grad_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         self.share_memory()
-
-    def share_memory(self) -> SharedRMSprop:
-        """Move every state tensor to shared memory (in place; called by __init__)."""
-        _share_state(self)
-        return self
-
-    def load_state_dict(self, state_dict) -> None:
-        """Load a saved state, then move it to shared memory (the stock method makes new tensors)."""
-        super().load_state_dict(state_dict)
-        self.share_memory()
-
-
-def _share_state(optimizer: torch.optim.Optimizer) -> None:
-    for state in optimizer.state.values():
-        for value in state.values():
-            if torch.is_tensor(value):
-                value.share_memory_()
 
 
 OPTIMIZERS = {"adam": SharedAdam, "rmsprop": SharedRMSprop}
