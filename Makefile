@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab]"
 	touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told to (containers, cloud machines).
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
