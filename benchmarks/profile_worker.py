@@ -1,0 +1,75 @@
+"""Where one worker's time goes: emulator, preprocessing, forward, backward, loss, optimizer, sync.
+
+    .venv/bin/python benchmarks/profile_worker.py --envs 1,4 --seconds 10
+
+Runs one worker's loop in this process (one thread, as in a worker process) for --seconds per
+setting, and prints for each number of environments per worker a markdown table of the parts'
+shares of the time and milliseconds per agent step. See a3c_course.throughput.profile_worker for how
+each part is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+
+from a3c_course.config import TrainConfig
+from a3c_course.throughput import machine_description, profile_worker
+
+
+def env_counts(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a list such as 1,4, got {text!r}") from None
+    if min(values) < 1:
+        raise argparse.ArgumentTypeError(f"counts must be at least 1, got {text!r}")
+    return values
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", default="pong", help="game (default: pong)")
+    parser.add_argument(
+        "--envs", type=env_counts, default=[1, 4],
+        help="environments per worker, a list (default: 1,4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seconds", type=positive_float, default=10.0, help="wall time per setting (default: 10)"
+    )
+    parser.add_argument(
+        "--rollout-steps", type=int, default=None, help="rollout length (default: TrainConfig's)"
+    )
+    parser.add_argument(
+        "--hidden-size", type=int, default=None, help="LSTM size (default: TrainConfig's)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    base = TrainConfig(game=args.game, eval_episodes=0)
+    if args.rollout_steps is not None:
+        base = base.replace(rollout_steps=args.rollout_steps)
+    if args.hidden_size is not None:
+        base = base.replace(hidden_size=args.hidden_size)
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{today}; {args.game}; {args.seconds:g} s per setting")
+    print(f"machine: {machine_description()}")
+    for envs in args.envs:
+        profile = profile_worker(base.replace(envs_per_worker=envs), args.seconds)
+        print()
+        print(profile.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

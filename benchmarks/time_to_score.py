@@ -1,0 +1,194 @@
+"""Train until an evaluation score is reached (or a time limit) and report when it was first met.
+
+    .venv/bin/python benchmarks/time_to_score.py --game pong --target-score 18 --max-minutes 30 \
+        --seeds 0,1,2 --out runs/time_to_score
+
+For each seed: train with the given TrainConfig settings, stopping at the first evaluation whose
+mean reaches --target-score (or at --max-minutes / --max-steps), then report the wall time, the
+agent steps and the emulator frames (agent steps x frame skip) at which the target was first met.
+Writes <out>/seed-<S>/ (the run: checkpoint, metrics.jsonl, learning_curve.png) and
+<out>/summary.json (every seed, and the median and spread over the seeds that met the target).
+
+The evaluator is a process of its own (the greedy policy, --eval-episodes episodes, every
+--eval-interval-s seconds, with the run's sticky actions and random no-op starts, so its episodes
+differ); it shares the cores with the workers. The time is known only at the end of an evaluation:
+"wall_s" is when its result reached the trainer, "steps" is the step count when it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from a3c_course.config import TrainConfig
+from a3c_course.envs import is_atari
+from a3c_course.reports import plot_learning_curve, save_figure
+from a3c_course.throughput import machine_description, summarize
+from a3c_course.trainer import train
+
+FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator frames
+# Defaults that differ from TrainConfig's: the issue's target (Pong +18 over 10 evaluation episodes).
+SCRIPT_DEFAULTS = {"target_score": 18.0, "eval_episodes": 10}
+HANDLED_HERE = {"seed", "out_dir"}  # --seeds and --out
+
+
+def _converter(annotation: str):
+    base, _, rest = annotation.partition("|")
+    convert = {"int": int, "float": float, "str": str}[base.strip()]
+    if rest.strip() != "None":
+        return convert
+
+    def optional(text: str):
+        return None if text.lower() == "none" else convert(text)
+
+    optional.__name__ = convert.__name__
+    return optional
+
+
+def seeds(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a list such as 0,1,2, got {text!r}") from None
+    if min(values) < 0:
+        raise argparse.ArgumentTypeError(f"seeds must be >= 0, got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Every other option is a TrainConfig field ('none' for no limit where allowed).",
+    )
+    help_text = TrainConfig.field_help()
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in HANDLED_HERE:
+            continue
+        if f.name in SCRIPT_DEFAULTS:
+            default = f" (default here: {SCRIPT_DEFAULTS[f.name]})"
+        elif f.default is not dataclasses.MISSING:
+            default = f" (default: {f.default})"
+        else:
+            default = ""
+        parser.add_argument(
+            "--" + f.name.replace("_", "-"),
+            dest=f.name,
+            type=_converter(f.type),
+            default=argparse.SUPPRESS,
+            help=help_text[f.name] + ("" if "default:" in help_text[f.name] else default),
+        )
+    parser.add_argument(
+        "--seeds", type=seeds, default=[0], help="seeds, one run each, e.g. 0,1,2 (default: 0)"
+    )
+    parser.add_argument(
+        "--out", default="runs/time_to_score", help="output folder (default: runs/time_to_score)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def first_met(history: list[dict], target: float) -> dict | None:
+    """The first evaluation record whose mean reaches target, or None."""
+    return next((r for r in history if r["kind"] == "eval" and r["mean"] >= target), None)
+
+
+def run_seed(config: TrainConfig, quiet: bool) -> dict:
+    result = train(config, progress=not quiet)
+    frame_skip = FRAME_SKIP if is_atari(config.env_id) else 1
+    met = first_met(result.history, config.target_score)
+    figure = plot_learning_curve(
+        result.history,
+        window=config.score_window,
+        title=f"{config.game}, seed {config.seed}: target {config.target_score:g}",
+    )
+    if met is not None:
+        figure.axes[0].axvline(met["steps"], color="tab:green", ls="--", lw=1)
+    curve = save_figure(figure, Path(config.out_dir) / "learning_curve.png")
+    evaluations = result.evaluations()
+    return {
+        "seed": config.seed,
+        "met": met is not None,
+        "wall_s": None if met is None else met["elapsed_s"],
+        "steps": None if met is None else met["steps"],
+        "frames": None if met is None else met["steps"] * frame_skip,
+        "eval_mean": None if met is None else met["mean"],
+        "stop_reason": result.stop_reason,
+        "total_steps": result.steps,
+        "total_wall_s": round(result.elapsed_s, 3),
+        "best_eval_mean": max((r["mean"] for r in evaluations), default=None),
+        "evaluations": len(evaluations),
+        "learning_curve": str(curve),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    values = {**SCRIPT_DEFAULTS}
+    values.update(
+        {
+            f.name: getattr(args, f.name)
+            for f in dataclasses.fields(TrainConfig)
+            if hasattr(args, f.name)
+        }
+    )
+    try:
+        base = TrainConfig(**values)
+    except ValueError as error:
+        print(f"time_to_score.py: error: {error}", file=sys.stderr)
+        return 2
+    if base.target_score is None:
+        print("time_to_score.py: error: --target-score is required", file=sys.stderr)
+        return 2
+    if base.eval_episodes < 1:
+        print("time_to_score.py: error: --eval-episodes must be at least 1", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    runs = []
+    for seed in args.seeds:
+        config = base.replace(seed=seed, out_dir=str(out / f"seed-{seed}"))
+        run = run_seed(config, args.quiet)
+        runs.append(run)
+        when = (
+            f"met after {run['wall_s']:.1f} s, {run['steps']:,} steps, {run['frames']:,} frames "
+            f"(eval mean {run['eval_mean']:.1f})"
+            if run["met"]
+            else f"not met ({run['stop_reason']} after {run['total_wall_s']:.0f} s, "
+            f"best eval mean {run['best_eval_mean']})"
+        )
+        print(f"seed {seed}: target {base.target_score:g} {when}", flush=True)
+    met = [r for r in runs if r["met"]]
+    summary = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_description(),
+        "command": " ".join(
+            ["benchmarks/time_to_score.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "config": base.replace(out_dir=str(out)).to_dict(),
+        "target_score": base.target_score,
+        "seeds": args.seeds,
+        "met": f"{len(met)}/{len(runs)}",
+        "runs": runs,
+    }
+    for key in ("wall_s", "steps", "frames"):
+        summary[key] = summarize([r[key] for r in met]) if met else None
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if met:
+        w, s = summary["wall_s"], summary["steps"]
+        print(
+            f"target {base.target_score:g} met by {len(met)}/{len(runs)} seeds: wall time median "
+            f"{w['median']:.1f} s (min {w['min']:.1f}, max {w['max']:.1f}), agent steps median "
+            f"{s['median']:,.0f} (min {s['min']:,.0f}, max {s['max']:,.0f})"
+        )
+    else:
+        print(f"target {base.target_score:g} met by 0/{len(runs)} seeds")
+    print(f"summary: {out / 'summary.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""The measurement functions (a3c_course.throughput) and the benchmark scripts, on tiny budgets.
+
+These tests check structure and sanity (positive speeds, parts that add up to the wall time, the
+profile's copy of update_shared making the same update), never a speed: the machine's speed is
+not a property of the code.
+"""
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from a3c_course.config import TrainConfig
+from a3c_course.model import ActorCritic
+from a3c_course.optim import make_shared_optimizer
+from a3c_course.throughput import (
+    PROFILE_PARTS,
+    _Clock,
+    profile_worker,
+    raw_env_speed,
+    steady_speed,
+    summarize,
+    timed_update_shared,
+    trainer_speed,
+)
+from a3c_course.worker import update_shared
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.mark.parametrize(("game", "processes"), [("CartPole-v1", 1), ("pong", 1), ("pong", 2)])
+def test_raw_env_speed(game, processes):
+    speed = raw_env_speed(game, processes, seconds=0.3)
+    assert speed.processes == processes and len(speed.per_process) == processes
+    assert all(rate > 0 for rate in speed.per_process)
+    assert speed.steps_per_s == pytest.approx(sum(speed.per_process))
+    assert speed.steps >= processes and 0.3 <= speed.seconds < 5.0
+
+
+def test_raw_env_speed_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="processes"):
+        raw_env_speed("CartPole-v1", 0, 0.1)
+    with pytest.raises(ValueError, match="seconds"):
+        raw_env_speed("CartPole-v1", 1, 0.0)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        TrainConfig(game="CartPole-v1", workers=1, envs_per_worker=2),
+        TrainConfig(game="pong", workers=1, envs_per_worker=2, rollout_steps=5),
+    ],
+    ids=["cartpole", "pong"],
+)
+def test_trainer_speed(config):
+    speed = trainer_speed(config, seconds=0.8)
+    assert (speed.workers, speed.envs_per_worker) == (1, 2)
+    assert speed.steps > 0 and speed.steps % (2 * config.rollout_steps) == 0  # whole rollouts
+    assert speed.steps_per_s > 0 and speed.overall_steps_per_s > 0
+    assert speed.overall_steps_per_s == pytest.approx(speed.steps / speed.seconds)
+    assert speed.seconds >= 0.8
+
+
+def test_steady_speed_uses_the_first_and_last_loss_reports():
+    history = [
+        {"kind": "episode", "steps": 10, "elapsed_s": 0.5},
+        {"kind": "loss", "steps": 100, "elapsed_s": 1.0},
+        {"kind": "loss", "steps": 250, "elapsed_s": 2.0},
+        {"kind": "episode", "steps": 300, "elapsed_s": 2.2},
+        {"kind": "loss", "steps": 400, "elapsed_s": 3.0},
+    ]
+    assert steady_speed(history) == pytest.approx(150.0)
+    assert steady_speed(history[:2]) is None  # one report
+    assert steady_speed([history[1], {"kind": "loss", "steps": 150, "elapsed_s": 1.5}]) is None
+
+
+@pytest.mark.parametrize(
+    ("config", "seconds"),
+    [
+        (TrainConfig(game="CartPole-v1", envs_per_worker=1, rollout_steps=10), 0.3),
+        (TrainConfig(game="pong", envs_per_worker=2, rollout_steps=5), 0.5),
+    ],
+    ids=["cartpole", "pong"],
+)
+def test_profile_worker_parts_add_up(config, seconds):
+    threads = torch.get_num_threads()
+    profile = profile_worker(config, seconds)
+    assert torch.get_num_threads() == threads  # restored
+    assert set(profile.parts) == set(PROFILE_PARTS)
+    assert all(value >= 0 for value in profile.parts.values())
+    for part in ("emulator", "forward", "backward", "optimizer", "sync", "loss"):
+        assert profile.parts[part] > 0, part
+    assert profile.steps == profile.rollouts * config.rollout_steps * config.envs_per_worker
+    assert profile.seconds >= seconds
+    assert sum(profile.parts.values()) == pytest.approx(profile.seconds, rel=1e-6)
+    assert sum(profile.shares().values()) == pytest.approx(1.0, rel=1e-6)
+    assert profile.steps_per_s == pytest.approx(profile.steps / profile.seconds)
+    table = profile.table()
+    assert all(f"| {part} |" in table for part in PROFILE_PARTS)
+
+
+def test_profile_splits_emulator_from_preprocessing_on_atari():
+    profile = profile_worker(TrainConfig(game="pong", rollout_steps=5), 0.3)
+    # The resize and crop cost something, but less than the 4 emulated frames of each step.
+    assert 0 < profile.parts["preprocessing"] < profile.parts["emulator"]
+
+
+def test_timed_update_shared_makes_update_shareds_update():
+    """The profile's copy of worker.update_shared must change the shared model identically."""
+    results = []
+    for update in ("original", "timed"):
+        torch.manual_seed(0)
+        shared = ActorCritic((4,), 2, 8).share_memory()
+        local = ActorCritic((4,), 2, 8)
+        local.load_state_dict(shared.state_dict())
+        optimizer = make_shared_optimizer("adam", shared.parameters(), 1e-2)
+        norms = []
+        for step in range(3):
+            torch.manual_seed(100 + step)
+            out = local(torch.randn(5, 4))
+            loss = (out.value.pow(2).sum() + out.logits.logsumexp(-1).sum()) * 30
+            if update == "original":
+                norms.append(update_shared(local, shared, optimizer, loss, max_grad_norm=1.0))
+            else:
+                norms.append(
+                    timed_update_shared(local, shared, optimizer, loss, 1.0, clock := _Clock())
+                )
+                assert clock.seconds["backward"] > 0 and clock.seconds["optimizer"] > 0
+            local.load_state_dict(shared.state_dict())
+        results.append((norms, [p.detach().clone() for p in shared.parameters()]))
+    (norms_a, params_a), (norms_b, params_b) = results
+    assert norms_a == pytest.approx(norms_b) and norms_a[0] > 1.0  # clipping was active
+    for a, b in zip(params_a, params_b, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_summarize():
+    s = summarize([300.0, 100.0, 200.0])
+    assert (s["median"], s["min"], s["max"], s["n"]) == (200.0, 100.0, 300.0, 3)
+    assert s["spread"] == pytest.approx(1.0)
+    assert summarize([5.0])["spread"] == 0.0
+    assert math.isnan(summarize([0.0, 0.0])["spread"])
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+# -- the scripts ---------------------------------------------------------------------------------
+
+
+def run_script(name, *args, timeout=120):
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("name", ["throughput.py", "time_to_score.py", "profile_worker.py"])
+def test_script_help(name):
+    done = run_script(name, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:")
+    assert ("--seeds" if name == "time_to_score.py" else "--seconds") in done.stdout
+
+
+def test_throughput_counts_option():
+    spec = importlib.util.spec_from_file_location("bench_throughput", BENCHMARKS / "throughput.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.counts("3") == [1, 2, 3]
+    assert module.counts("1,4,8") == [1, 4, 8]
+    assert module.counts("2,") == [2]
+    assert module.counts("2,2,1") == [2, 1]
+
+
+def test_throughput_script_tiny_run():
+    done = run_script(
+        "throughput.py", "--game", "CartPole-v1", "--workers", "1", "--envs", "1,2",
+        "--seconds", "0.5", "--repeats", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 1 |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["1", "2"]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert float(cells[2]) > 0 and float(cells[4]) > 0 and cells[6].endswith("%")
+
+
+def test_profile_script_tiny_run():
+    done = run_script(
+        "profile_worker.py", "--game", "CartPole-v1", "--envs", "1,2", "--seconds", "0.3"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("| backward |") == 2
+    assert "1 env(s) per worker" in done.stdout and "2 env(s) per worker" in done.stdout
+
+
+def test_time_to_score_script_tiny_run(tmp_path):
+    out = tmp_path / "tts"
+    done = run_script(
+        "time_to_score.py", "--game", "CartPole-v1", "--workers", "1", "--target-score", "5",
+        "--eval-episodes", "2", "--eval-interval-s", "0.3", "--max-minutes", "0.05",
+        "--seeds", "0,1", "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seeds"] == [0, 1] and summary["target_score"] == 5.0
+    assert summary["config"]["workers"] == 1
+    for run in summary["runs"]:
+        assert Path(run["learning_curve"]).is_file()
+        if run["met"]:  # a random CartPole policy scores about 20: met at an early evaluation
+            assert run["eval_mean"] >= 5 and run["frames"] == run["steps"] > 0
+    assert summary["met"] == "2/2"
+    assert summary["steps"]["n"] == 2
+
+
+def test_time_to_score_rejects_a_bad_setting():
+    done = run_script("time_to_score.py", "--game", "CartPole-v1", "--eval-episodes", "0")
+    assert done.returncode == 2 and "eval-episodes" in done.stderr
