@@ -165,8 +165,9 @@ class TrainerSpeed:
 
     workers: int
     envs_per_worker: int
-    steps_per_s: float  # steady state: between the first and the last loss report
+    steps_per_s: float  # steady state: between the first and the last loss report (see steady)
     overall_steps_per_s: float  # all steps over the whole run, start-up included
+    steady: bool  # False: too short for two loss reports, steps_per_s is the overall speed
     steps: int
     seconds: float  # the run's wall time, start-up and shut-down included
 
@@ -190,7 +191,9 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
     and no step or score budget, in a temporary folder; return its speed.
 
     steps_per_s is the steady speed between the first and the last loss report (each worker reports
-    once a second), or the overall speed when the run is too short for two reports.
+    once a second), or the overall speed when the run is too short for two reports (steady=False).
+    Start-up (forks, building and resetting the environments, the first rollout) takes seconds,
+    more with many environments per worker: measure for 10 s or more.
     """
     from .trainer import train  # the trainer imports much; keep this module light to import
 
@@ -212,6 +215,7 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
         envs_per_worker=config.envs_per_worker,
         steps_per_s=overall if steady is None else steady,
         overall_steps_per_s=overall,
+        steady=steady is not None,
         steps=result.steps,
         seconds=result.elapsed_s,
     )

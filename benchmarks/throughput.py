@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer: dict[tuple[int, int], list[float]] = {
         (w, e): [] for w in args.workers for e in args.envs
     }
+    unsteady: set[tuple[int, int]] = set()  # points where a run was too short for a steady speed
     for repeat in range(args.repeats):
         for w in args.workers:
             raw[w].append(raw_env_speed(args.game, w, args.seconds).steps_per_s)
@@ -102,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)  # fmt: skip
             for e in args.envs:
                 config = base.replace(workers=w, envs_per_worker=e)
-                trainer[w, e].append(trainer_speed(config, args.seconds).steps_per_s)
+                speed = trainer_speed(config, args.seconds)
+                trainer[w, e].append(speed.steps_per_s)
+                if not speed.steady:
+                    unsteady.add((w, e))
                 print(f"repeat {repeat + 1}: trainer {w} x {e}: {trainer[w, e][-1]:.0f} steps/s",
                       file=sys.stderr, flush=True)  # fmt: skip
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -117,8 +121,17 @@ def main(argv: list[str] | None = None) -> int:
         r = summarize(raw[w])
         for e in args.envs:
             t = summarize(trainer[w, e])
-            print(f"| {w} | {e} | {t['median']:.0f} | {t['spread']:.0%} | {r['median']:.0f} "
-                  f"| {r['spread']:.0%} | {t['median'] / r['median']:.0%} |")  # fmt: skip
+            mark = "*" if (w, e) in unsteady else ""
+            print(
+                f"| {w} | {e} | {t['median']:.0f}{mark} | {t['spread']:.0%} | {r['median']:.0f} "
+                f"| {r['spread']:.0%} | {t['median'] / r['median']:.0%}{mark} |"
+            )
+    if unsteady:
+        print()
+        print(
+            "\\* too short for a steady speed (fewer than two loss reports): the overall speed, "
+            "start-up included, is shown; measure longer (--seconds)"
+        )
     return 0
 
 

@@ -65,6 +65,7 @@ def test_trainer_speed(config):
     assert speed.steps_per_s > 0 and speed.overall_steps_per_s > 0
     assert speed.overall_steps_per_s == pytest.approx(speed.steps / speed.seconds)
     assert speed.seconds >= 0.8
+    assert isinstance(speed.steady, bool)
 
 
 def test_steady_speed_uses_the_first_and_last_loss_reports():
@@ -191,7 +192,10 @@ def test_throughput_script_tiny_run():
     assert [row.split("|")[2].strip() for row in rows] == ["1", "2"]
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert float(cells[2]) > 0 and float(cells[4]) > 0 and cells[6].endswith("%")
+        assert float(cells[2].rstrip("*")) > 0 and float(cells[4]) > 0
+        assert cells[6].rstrip("*").endswith("%")
+    if "*" in done.stdout:  # half a second may be too short for a steady speed: then it says so
+        assert "too short for a steady speed" in done.stdout
 
 
 def test_profile_script_tiny_run():
