@@ -155,7 +155,7 @@ class Trace:
     weights: list[torch.Tensor] = field(default_factory=list)
     applied: list[torch.Tensor | None] = field(default_factory=list)
     returned: list[object] = field(default_factory=list)
-    own: list[torch.Tensor] = field(default_factory=list)  # reference only: unclipped gradients
+    own: list[torch.Tensor] = field(default_factory=list)  # each rollout's own gradient, unclipped
     norms: list[float] = field(default_factory=list)  # reference only: norms before clipping
 
 
@@ -195,6 +195,8 @@ def trace_updates(update: Callable, scenario: Scenario) -> Trace:
             ):
                 local.copy_(shared)
         loss = _rollout_loss(local_model, scenario.seed, k, scale)
+        own = torch.autograd.grad(loss, list(local_model.parameters()), retain_graph=True)
+        trace.own.append(_flat(own))  # this rollout's gradient, computed aside (no .grad touched)
         trace.returned.append(
             update(local_model, shared_model, optimizer, loss, scenario.max_grad_norm)
         )
@@ -225,14 +227,14 @@ def _diagnose(got: Trace, expected: Trace, k: int, scenario: Scenario) -> str:
         1 + float(wanted.abs().max())
     ):
         got_norm, want_norm = float(applied.norm()), float(wanted.norm())
-        own_sum = torch.stack(expected.own[: k + 1]).sum(0)
-        if k > 0 and _cosine(applied, own_sum) > _cosine(applied, expected.own[k]) + 0.05:
+        own_sum = torch.stack(got.own[: k + 1]).sum(0)
+        if k > 0 and _cosine(applied, own_sum) > _cosine(applied, got.own[k]) + 0.05:
             return (
                 f"{where}: the optimizer was given a gradient of norm {got_norm:.4g}, but this "
                 f"rollout's own gradient (clipped) has norm {want_norm:.4g} (ratio "
                 f"{got_norm / want_norm:.2f}). It points along the sum of rollouts 1..{k + 1} "
                 f"(cosine {_cosine(applied, own_sum):.3f}) more than along this rollout's own "
-                f"(cosine {_cosine(applied, expected.own[k]):.3f}): gradients from earlier rollouts "
+                f"(cosine {_cosine(applied, got.own[k]):.3f}): gradients from earlier rollouts "
                 "are accumulating. Clear the local gradients before each backward pass"
             )
         if got_norm > scenario.max_grad_norm * 1.001:
@@ -506,8 +508,8 @@ def hogwild_probe(
 
     Puts one dict on queue: steps and updates done, the loop's duration, and per rollout the
     staleness, i.e. how many updates by other workers landed on the shared model between this
-    worker's sync and its own update (read from the shared optimizer's step counter), and the
-    (sync, update) times in seconds since `start` (time.monotonic() in the parent; the clock is
+    worker's sync and the end of its own update (read from the shared optimizer's step counter), and
+    the (sync, update) times in seconds since `start` (time.monotonic() in the parent; the clock is
     system-wide). On an error it puts {"worker": id, "error": traceback}.
     """
     torch.set_num_threads(threads)
@@ -527,9 +529,9 @@ def hogwild_probe(
                 synced_at, seen = time.monotonic() - start, int(counter)
                 rollout, _ = collect_rollout(local, runner, config.rollout_steps)
                 loss = rollout_loss(rollout, config)
-                others = int(counter) - seen  # updates by other workers since our sync
                 update_shared(local, shared_model, optimizer, loss.total, config.max_grad_norm)
-                staleness.append(others)
+                # Updates since our sync, less our own: those of other workers, up to our step.
+                staleness.append(max(int(counter) - seen - 1, 0))
                 times.append((synced_at, time.monotonic() - start))
                 steps += rollout.steps
                 updates += 1
