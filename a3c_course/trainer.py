@@ -79,7 +79,8 @@ class TrainResult:
         was made) and "elapsed_s" (seconds since the start when the parent received it), plus:
         episode: "score" (raw game score), "length" (agent steps)
         loss:    "total", "policy", "value", "entropy", "grad_norm" (before clipping), averaged over
-                 "rollouts" rollouts
+                 "rollouts" rollouts; like the loss terms, "entropy" is summed over a rollout's
+                 steps (divide by rollout_steps for the policy's entropy per step)
         eval:    "mean", "std", "min", "max", "scores", "capped", "duration_s"
     stop_reason: one of STOP_REASONS; None while training runs.
     """
