@@ -69,6 +69,17 @@ def report(exercise_id: str, name: str, problem: str | None, n_cases: int = 0) -
     return False
 
 
+def call_learner(call: Callable[[], Any], description: str) -> tuple[Any, str | None]:
+    """Run the learner's code: (its result, None), or (None, NOT_ATTEMPTED) for a stub, or
+    (None, what it raised and on which input) for a bug."""
+    try:
+        return call(), None
+    except NotImplementedError:
+        return None, NOT_ATTEMPTED
+    except Exception as error:  # the learner's bug: say where it happened
+        return None, f"on {description} it raised {type(error).__name__}: {error}"
+
+
 def check_cases(
     exercise_id: str,
     func: Callable,
@@ -78,16 +89,11 @@ def check_cases(
     """Run func on every case; report the first that disagrees, with its input, expected and got."""
     name = getattr(func, "__name__", "your function")
     for case in cases:
-        try:
-            got = func(*case.args, **case.kwargs)
-        except NotImplementedError:
-            return report(exercise_id, name, NOT_ATTEMPTED)
-        except Exception as error:  # the learner's bug: say where it happened
-            return report(
-                exercise_id,
-                name,
-                f"on {case.description} it raised {type(error).__name__}: {error}",
-            )
+        got, problem = call_learner(
+            lambda case=case: func(*case.args, **case.kwargs), case.description
+        )
+        if problem is not None:
+            return report(exercise_id, name, problem)
         problem = compare(got, case.expected)
         if problem is not None:
             return report(

@@ -34,7 +34,7 @@ import torch
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from a3c_course.exercises.core import NOT_ATTEMPTED, report
+from a3c_course.exercises.core import call_learner, report
 from a3c_course.model import ActorCritic
 from a3c_course.optim import SharedAdam
 from a3c_course.returns import a3c_loss
@@ -281,16 +281,9 @@ def _returned_problem(got: object, norm: float, k: int, scenario: Scenario) -> s
 def _check_update(exercise_id: str, func: Callable, scenarios, want_norm: bool) -> bool:
     name = getattr(func, "__name__", "your function")
     for scenario in scenarios:
-        try:
-            got = trace_updates(func, scenario)
-        except NotImplementedError:
-            return report(exercise_id, name, NOT_ATTEMPTED)
-        except Exception as error:  # the learner's bug: say where it happened
-            return report(
-                exercise_id,
-                name,
-                f"on {scenario.description} it raised {type(error).__name__}: {error}",
-            )
+        got, problem = call_learner(lambda s=scenario: trace_updates(func, s), scenario.description)
+        if problem is not None:
+            return report(exercise_id, name, problem)
         expected = reference_trace(scenario)
         for k in range(len(scenario.scales)):
             if not torch.allclose(got.weights[k], expected.weights[k], atol=1e-5, rtol=1e-4):
@@ -429,14 +422,9 @@ def check_shared_adam_state(func: Callable) -> bool:
     parameter, up front, in shared memory; a step taken in a child process is then seen here."""
     exercise_id, name = "4.3", getattr(func, "__name__", "your function")
     optimizer, params = _adam_for_check(seed=3)
-    try:
-        func(optimizer)
-    except NotImplementedError:
-        return report(exercise_id, name, NOT_ATTEMPTED)
-    except Exception as error:
-        return report(
-            exercise_id, name, f"on a fresh Adam it raised {type(error).__name__}: {error}"
-        )
+    _, problem = call_learner(lambda: func(optimizer), "a fresh Adam")
+    if problem is not None:
+        return report(exercise_id, name, problem)
     problem = _state_problem(optimizer, params)
     if problem is not None:
         return report(exercise_id, name, f"on a fresh Adam (2 parameter groups): {problem}")
