@@ -19,6 +19,7 @@ game's real speed. Keep embedded videos short (a few hundred frames): a notebook
 from __future__ import annotations
 
 import base64
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -194,6 +195,13 @@ def _even(frame: np.ndarray) -> np.ndarray:
     """Pad to even height and width with black (H.264 in yuv420p needs even sizes)."""
     pad_h, pad_w = frame.shape[0] % 2, frame.shape[1] % 2
     return np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0))) if pad_h or pad_w else frame
+
+
+# imageio-ffmpeg starts ffmpeg with preexec_fn=os.setpgrp (so Ctrl-C in a terminal spares it). A
+# preexec_fn forks the whole process and runs Python before exec, which can deadlock a process with
+# other threads (Python's subprocess docs; imageio-ffmpeg issue #58). A Jupyter kernel with torch
+# loaded has many: one such hang froze a CI run's notebook for 15 minutes. This opts out.
+os.environ.setdefault("IMAGEIO_FFMPEG_NO_PREVENT_SIGINT", "1")
 
 
 def _ffmpeg_available() -> bool:

@@ -60,3 +60,23 @@ def test_version_comparison():
     assert doctor.major_minor("2.13.0+cpu") == (2, 13)
     assert doctor.major_minor("1.0rc1") == (1, 0)
     assert doctor.major_minor("0.12.1") > doctor.major_minor("0.9")
+
+
+def test_missing_ffmpeg_is_reported_with_its_fix(monkeypatch):
+    from a3c_course import video
+
+    monkeypatch.setattr(video, "_ffmpeg_available", lambda: False)
+    healthy, text = run()
+    assert not healthy
+    assert "BAD  video (ffmpeg)" in text and "fall back to GIF" in text
+    assert 'fix: pip install "imageio-ffmpeg' in text
+
+
+def test_ffmpeg_is_started_without_a_preexec_fn():
+    # imageio-ffmpeg's preexec_fn (os.setpgrp) forks a threaded process before exec: it can deadlock
+    # a Jupyter kernel. Importing the course's video module opts out of it.
+    import imageio_ffmpeg._utils as ffmpeg_utils
+
+    from a3c_course import video  # noqa: F401
+
+    assert ffmpeg_utils._popen_kwargs(prevent_sigint=True)["preexec_fn"] is None
