@@ -35,8 +35,12 @@ from .model import ActorCritic
 
 FORMAT = "a3c-course-checkpoint"
 VERSION = 1
+CHECKPOINT_NAME = "checkpoint.pt"  # a training run's latest network
+BEST_CHECKPOINT_NAME = "best.pt"  # the network that scored the best evaluation mean so far
 
 __all__ = [
+    "BEST_CHECKPOINT_NAME",
+    "CHECKPOINT_NAME",
     "Checkpoint",
     "CheckpointError",
     "save_checkpoint",
@@ -218,3 +222,13 @@ def model_from_checkpoint(
     spec = checkpoint.network
     model = ActorCritic(tuple(spec["obs_shape"]), spec["n_actions"], spec["hidden_size"])
     return load_weights(model, checkpoint).eval()
+
+
+def best_eval_mean(path: str | os.PathLike) -> float | None:
+    """The evaluation mean recorded in a best.pt, or None when there is no such file."""
+    try:
+        metadata = load_checkpoint(path).metadata
+    except CheckpointError:
+        return None
+    mean = metadata.get("eval_mean")
+    return None if mean is None else float(mean)

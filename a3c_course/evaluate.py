@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import torch
 
-from .checkpoint import Checkpoint, load_checkpoint, model_from_checkpoint
+from .checkpoint import (
+    BEST_CHECKPOINT_NAME,
+    Checkpoint,
+    load_checkpoint,
+    model_from_checkpoint,
+    save_checkpoint,
+)
 from .config import TrainConfig
 from .envs import is_atari, make_env, resolve_env_id
 from .model import ActorCritic, greedy_action, sample_action
@@ -149,10 +155,21 @@ def evaluate(
 
 
 def run_evaluator(
-    config: TrainConfig, shared_model: ActorCritic, stop_event, step_counter, queue
+    config: TrainConfig,
+    shared_model: ActorCritic,
+    stop_event,
+    step_counter,
+    queue,
+    best_mean: float | None = None,
 ) -> None:
     """The evaluator process of training: evaluate the shared model every config.eval_interval_s
-    seconds and send the result to the parent; stop when stop_event is set."""
+    seconds and send the result to the parent; stop when stop_event is set.
+
+    The evaluated copy that beats best_mean (the best so far; None: any) is saved as best.pt in
+    config.out_dir. A3C's policy can slip after its peak, so the last network is not always the
+    best one; best.pt keeps the exact weights that earned the score (the shared model has moved on
+    by the time an evaluation ends).
+    """
     child_setup()
     try:
         model = ActorCritic(
@@ -173,6 +190,16 @@ def run_evaluator(
             )
             if result.interrupted:
                 break
+            if best_mean is None or result.mean > best_mean:
+                best_mean = result.mean
+                save_checkpoint(
+                    os.path.join(config.out_dir, BEST_CHECKPOINT_NAME),
+                    model,
+                    config,
+                    steps=steps,
+                    eval_mean=result.mean,
+                    eval_scores=list(result.scores),
+                )
             queue.put(
                 {
                     "kind": "eval",

@@ -51,7 +51,15 @@ import torch
 import torch.multiprocessing as mp
 from tqdm.auto import tqdm
 
-from .checkpoint import CheckpointError, load_checkpoint, load_weights, save_checkpoint
+from .checkpoint import (
+    BEST_CHECKPOINT_NAME,
+    CHECKPOINT_NAME,
+    CheckpointError,
+    best_eval_mean,
+    load_checkpoint,
+    load_weights,
+    save_checkpoint,
+)
 from .config import TrainConfig
 from .envs import make_env
 from .evaluate import run_evaluator
@@ -59,7 +67,6 @@ from .model import ActorCritic
 from .optim import make_shared_optimizer
 from .worker import run_worker
 
-CHECKPOINT_NAME = "checkpoint.pt"
 METRICS_NAME = "metrics.jsonl"
 CONFIG_NAME = "config.json"
 OPTIMIZER_NAME = "optimizer.pt"
@@ -83,6 +90,9 @@ class TrainResult:
                  steps (divide by rollout_steps for the policy's entropy per step)
         eval:    "mean", "std", "min", "max", "scores", "capped", "duration_s"
     stop_reason: one of STOP_REASONS; None while training runs.
+    checkpoint: the network when training stopped (checkpoint.pt).
+    best_checkpoint: the evaluated network with the best mean score (best.pt); None without
+        evaluations.
     """
 
     config: TrainConfig
@@ -91,6 +101,7 @@ class TrainResult:
     elapsed_s: float = 0.0
     stop_reason: str | None = None
     checkpoint: Path | None = None
+    best_checkpoint: Path | None = None
     metrics_path: Path | None = None
 
     def episodes(self) -> list[dict[str, Any]]:
@@ -218,6 +229,8 @@ def train(
             f"{config.max_steps:,}: raise max_steps to train on"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
+    if point is None:  # a fresh run: an earlier run's best network is not this run's
+        (out_dir / BEST_CHECKPOINT_NAME).unlink(missing_ok=True)
     (out_dir / CONFIG_NAME).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     shared_model = build_shared_model(config)
     optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
@@ -248,6 +261,7 @@ class _Run:
         self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
         self.optimizer_path = out_dir / OPTIMIZER_NAME
+        self.best_path = out_dir / BEST_CHECKPOINT_NAME
         self.metrics_file = open(self.result.metrics_path, "w")  # closed in finish()
         self.elapsed_offset = point.elapsed_s if point else 0.0
         if point is not None:
@@ -308,6 +322,7 @@ class _Run:
                 self.context.Process(
                     target=run_evaluator,
                     args=(self.config, self.shared_model, *shared),
+                    kwargs={"best_mean": best_eval_mean(self.best_path)},
                     name="a3c-evaluator",
                     daemon=False,
                 )
@@ -444,6 +459,8 @@ class _Run:
         self.result.elapsed_s = self.elapsed()
         self.save()
         self.result.checkpoint = self.checkpoint_path
+        if self.best_path.is_file():
+            self.result.best_checkpoint = self.best_path
         self.metrics_file.close()
         if self.bar is not None:
             self.show_progress()

@@ -14,6 +14,7 @@ import torch.multiprocessing as mp
 import a3c_course.worker
 from a3c_course.checkpoint import load_checkpoint, model_from_checkpoint
 from a3c_course.config import TrainConfig
+from a3c_course.evaluate import evaluate
 from a3c_course.trainer import WorkerError, build_shared_model, train
 
 # CartPole settings, measured on the course's 2-core machine shared with other jobs: a learning
@@ -96,6 +97,37 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     assert checkpoint.metadata["stop_reason"] == "max_steps"
     assert model_from_checkpoint(checkpoint).n_actions == 6
     assert_no_children_left([])
+
+
+@pytest.mark.timeout(180)
+def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
+    config = TrainConfig(
+        **dict(CARTPOLE, eval_episodes=2, eval_interval_s=0.3),
+        max_steps=25_000,
+        out_dir=str(tmp_path),
+    )
+    stale = tmp_path / "best.pt"
+    stale.write_bytes(b"an earlier run's best network")
+    result = train(config, progress=False)
+    means = [r["mean"] for r in result.evaluations()]
+    assert len(means) >= 2, means
+    best = load_checkpoint(result.best_checkpoint, expect_game="CartPole-v1")
+    assert result.best_checkpoint == stale  # replaced: a fresh run starts without a best
+    assert best.metadata["eval_mean"] == max(means)
+    first_best = next(r for r in result.evaluations() if r["mean"] == max(means))
+    assert best.metadata["steps"] == first_best["steps"]
+    assert best.metadata["eval_scores"] == first_best["scores"]
+    # The weights are the ones that earned the score: replaying the evaluation's seeds with
+    # best.pt gives the same scores (CartPole's greedy play is deterministic given the seed).
+    rounds = result.evaluations().index(first_best)
+    replay = evaluate(
+        best,
+        "CartPole-v1",
+        2,
+        max_steps_per_episode=config.eval_max_episode_steps,
+        seed=config.seed + 1_000_000 + rounds * 2,
+    )
+    assert replay.scores == first_best["scores"]
 
 
 @pytest.mark.timeout(180)
