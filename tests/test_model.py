@@ -19,6 +19,7 @@ from a3c_course.model import (
     greedy_action,
     reset_state_where,
     sample_action,
+    standardize_frames,
 )
 
 PONG_ACTIONS = 6
@@ -451,3 +452,40 @@ def test_for_env_rejects_continuous_actions():
     env = gym.make("Pendulum-v1")
     with pytest.raises(ValueError, match="discrete action space"):
         ActorCritic.for_env(env)
+
+
+# ---------------------------------------------------------------- frame standardisation
+
+
+def test_standardize_frames_matches_numpy_per_frame_statistics(pong_frames):
+    frames = pong_frames.numpy().astype(np.float64)
+    mean = frames.mean(axis=(2, 3), keepdims=True)
+    std = np.sqrt(frames.var(axis=(2, 3), keepdims=True) + 1e-8)
+    expected = (frames - mean) / std
+    np.testing.assert_allclose(standardize_frames(pong_frames).numpy(), expected, atol=1e-4)
+    instance_norm = torch.nn.InstanceNorm2d(1, eps=1e-8)  # the library's equivalent
+    torch.testing.assert_close(standardize_frames(pong_frames), instance_norm(pong_frames))
+
+
+def test_standardized_pong_objects_stand_out_from_the_background(pong_frames):
+    frame = pong_frames[-1:]
+    background = frame.flatten().mode().values
+    objects = frame != background
+    assert objects.float().mean() < 0.05  # paddles and ball: a few percent of the screen
+    scaled = standardize_frames(frame)
+    assert scaled[~objects].abs().max() < 0.5  # the background lands near 0
+    assert scaled[objects].abs().max() > 8.0  # the objects stand many standard deviations out
+    assert (frame[objects] - background).abs().max() < 0.25  # while on the [0, 1] scale: < 0.25
+
+
+def test_the_network_sees_a_frame_the_same_whatever_its_brightness_and_contrast(model, pong_frames):
+    state = random_state(32)
+    out = model(pong_frames, state)
+    shifted = model(3.0 * pong_frames - 0.7, state)
+    torch.testing.assert_close(shifted.logits, out.logits, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(shifted.value, out.value, atol=1e-5, rtol=1e-4)
+
+
+def test_a_flat_frame_standardizes_to_zeros_not_nan():
+    flat = torch.full((2, 1, 42, 42), 0.34)
+    assert standardize_frames(flat).abs().max() < 1e-3
