@@ -9,6 +9,12 @@ agent steps and the emulator frames (agent steps x frame skip) at which the targ
 Writes <out>/seed-<S>/ (the run: checkpoint, metrics.jsonl, learning_curve.png) and
 <out>/summary.json (every seed, and the median and spread over the seeds that met the target).
 
+    .venv/bin/python benchmarks/time_to_score.py --from-runs runs/pong-seed0 runs/pong-seed1 \
+        runs/pong-seed2 --target-score 18
+
+reads finished runs instead (their metrics.jsonl and config.json, e.g. from `a3c-course train`) and
+reports the same numbers for each, without training.
+
 The evaluator is a process of its own (the greedy policy, --eval-episodes episodes, every
 --eval-interval-s seconds, with the run's sticky actions and random no-op starts, so its episodes
 differ); it shares the cores with the workers. The time is known only at the end of an evaluation:
@@ -28,7 +34,7 @@ from a3c_course.config import TrainConfig
 from a3c_course.envs import is_atari
 from a3c_course.reports import plot_learning_curve, save_figure
 from a3c_course.throughput import machine_description, summarize
-from a3c_course.trainer import train
+from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics, train
 
 FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator frames
 # Defaults that differ from TrainConfig's: the issue's target (Pong +18 over 10 evaluation episodes).
@@ -88,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="runs/time_to_score", help="output folder (default: runs/time_to_score)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--from-runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN",
+        help="report on these finished runs' folders instead of training",
+    )
     return parser
 
 
@@ -98,17 +111,30 @@ def first_met(history: list[dict], target: float) -> dict | None:
 
 def run_seed(config: TrainConfig, quiet: bool) -> dict:
     result = train(config, progress=not quiet)
+    return report(config, result.history, result.stop_reason, result.steps, result.elapsed_s)
+
+
+def read_run(folder: Path, target_score: float) -> dict:
+    """The report of a finished run's folder (metrics.jsonl, config.json), for target_score."""
+    config = TrainConfig.from_dict(json.loads((folder / CONFIG_NAME).read_text()))
+    config = config.replace(target_score=target_score, out_dir=str(folder))
+    history = read_metrics(folder / METRICS_NAME)
+    last = history[-1] if history else {"steps": 0, "elapsed_s": 0.0}
+    return report(config, history, "finished run", last["steps"], last["elapsed_s"])
+
+
+def report(config: TrainConfig, history, stop_reason, total_steps, total_wall_s) -> dict:
     frame_skip = FRAME_SKIP if is_atari(config.env_id) else 1
-    met = first_met(result.history, config.target_score)
+    met = first_met(history, config.target_score)
     figure = plot_learning_curve(
-        result.history,
+        history,
         window=config.score_window,
         title=f"{config.game}, seed {config.seed}: target {config.target_score:g}",
     )
     if met is not None:
         figure.axes[0].axvline(met["steps"], color="tab:green", ls="--", lw=1)
     curve = save_figure(figure, Path(config.out_dir) / "learning_curve.png")
-    evaluations = result.evaluations()
+    evaluations = [r for r in history if r["kind"] == "eval"]
     return {
         "seed": config.seed,
         "met": met is not None,
@@ -116,9 +142,9 @@ def run_seed(config: TrainConfig, quiet: bool) -> dict:
         "steps": None if met is None else met["steps"],
         "frames": None if met is None else met["steps"] * frame_skip,
         "eval_mean": None if met is None else met["mean"],
-        "stop_reason": result.stop_reason,
-        "total_steps": result.steps,
-        "total_wall_s": round(result.elapsed_s, 3),
+        "stop_reason": stop_reason,
+        "total_steps": total_steps,
+        "total_wall_s": round(total_wall_s, 3),
         "best_eval_mean": max((r["mean"] for r in evaluations), default=None),
         "evaluations": len(evaluations),
         "learning_curve": str(curve),
@@ -148,9 +174,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     runs = []
-    for seed in args.seeds:
-        config = base.replace(seed=seed, out_dir=str(out / f"seed-{seed}"))
-        run = run_seed(config, args.quiet)
+    if args.from_runs:
+        sources = [(None, folder) for folder in args.from_runs]
+    else:
+        sources = [(seed, None) for seed in args.seeds]
+    for seed, folder in sources:
+        if folder is None:
+            run = run_seed(base.replace(seed=seed, out_dir=str(out / f"seed-{seed}")), args.quiet)
+        else:
+            run = read_run(folder, base.target_score)
+            seed = run["seed"]
+            base = TrainConfig.from_dict(json.loads((folder / CONFIG_NAME).read_text())).replace(
+                target_score=base.target_score
+            )
         runs.append(run)
         when = (
             f"met after {run['wall_s']:.1f} s, {run['steps']:,} steps, {run['frames']:,} frames "
@@ -169,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "config": base.replace(out_dir=str(out)).to_dict(),
         "target_score": base.target_score,
-        "seeds": args.seeds,
+        "seeds": [r["seed"] for r in runs],
         "met": f"{len(met)}/{len(runs)}",
         "runs": runs,
     }

@@ -224,6 +224,16 @@ def test_time_to_score_script_tiny_run(tmp_path):
             assert run["eval_mean"] >= 5 and run["frames"] == run["steps"] > 0
     assert summary["met"] == "2/2"
     assert summary["steps"]["n"] == 2
+    # The same runs, read back from their folders: the same first-met points, without training.
+    again = run_script(
+        "time_to_score.py", "--from-runs", str(out / "seed-0"), str(out / "seed-1"),
+        "--target-score", "5", "--out", str(tmp_path / "read"),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    reread = json.loads((tmp_path / "read" / "summary.json").read_text())
+    assert reread["seeds"] == [0, 1] and reread["met"] == "2/2"
+    for first, second in zip(summary["runs"], reread["runs"], strict=True):
+        assert (second["steps"], second["eval_mean"]) == (first["steps"], first["eval_mean"])
 
 
 def test_time_to_score_rejects_a_bad_setting():
