@@ -37,7 +37,7 @@ test: lint $(STAMP)
 
 # Train an agent on Pong for 30 minutes with two workers; the checkpoint and metrics land in runs/pong.
 train: $(STAMP)
-	$(BIN)/a3c-course train --game pong --workers 2 --minutes 30 --out runs/pong
+	$(BIN)/a3c-course train --game pong --minutes 20 --out runs/pong
 
 # The student edition of the notebooks (solutions replaced by stubs, outputs cleared) in student/.
 student: $(STAMP)

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from .checkpoint import CheckpointError, load_checkpoint
+from .checkpoint import CheckpointError, check_game, load_checkpoint
 from .config import TrainConfig
 from .optim import OPTIMIZERS
 
@@ -242,8 +242,10 @@ def add_evaluate(subparsers) -> None:
         "each, then their mean, standard deviation, minimum and maximum.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        "--checkpoint", required=True, metavar="PATH", help="checkpoint file (checkpoint.pt)"
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", metavar="PATH", help="checkpoint file (checkpoint.pt)")
+    source.add_argument(
+        "--pretrained", metavar="GAME", help="the course's shipped agent for GAME, e.g. pong"
     )
     parser.add_argument("--episodes", type=_positive_int, default=10, help="episodes to play")
     parser.add_argument("--game", default=None, help="game to play (default: the checkpoint's own)")
@@ -268,13 +270,28 @@ def add_evaluate(subparsers) -> None:
     parser.set_defaults(run=run_evaluate)
 
 
+def _checkpoint_from_args(args: argparse.Namespace):
+    """The checkpoint named by --checkpoint PATH or --pretrained GAME (None when neither is given),
+    checked against --game; a UsageError with the reason when it cannot be used."""
+    from . import pretrained
+
+    try:
+        if args.pretrained is not None:
+            checkpoint = pretrained.checkpoint(args.pretrained)
+            if args.game is not None:
+                check_game(checkpoint, args.game)
+            return checkpoint
+        if args.checkpoint is not None:
+            return load_checkpoint(args.checkpoint, expect_game=args.game)
+    except (CheckpointError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    return None
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
 
-    try:
-        checkpoint = load_checkpoint(args.checkpoint, expect_game=args.game)
-    except (CheckpointError, ValueError) as error:
-        raise UsageError(str(error)) from None
+    checkpoint = _checkpoint_from_args(args)
     if not 0.0 <= args.sticky_actions <= 1.0:
         raise UsageError(
             f"--sticky-actions must be a probability in [0, 1], got {args.sticky_actions}"
@@ -282,7 +299,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     game = args.game or checkpoint.config.game
     policy = "sampled" if args.sample else "greedy"
     print(
-        f"Evaluating {args.checkpoint} on {checkpoint.config.env_id}: {args.episodes} episodes, "
+        f"Evaluating {checkpoint.path} on {checkpoint.config.env_id}: {args.episodes} episodes, "
         f"{policy} policy, at most {args.max_steps:,} steps each"
     )
     result = evaluate(
@@ -317,11 +334,15 @@ def add_play(subparsers) -> None:
         description="Record episodes of a checkpoint's network (or of random actions, without "
         "--checkpoint) with the score in a caption, and write them as an MP4 (or GIF) video.",
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--checkpoint",
         metavar="PATH",
         default=None,
-        help="checkpoint file; without it, random actions",
+        help="checkpoint file; without it (or --pretrained), random actions",
+    )
+    source.add_argument(
+        "--pretrained", metavar="GAME", help="the course's shipped agent for GAME, e.g. pong"
     )
     parser.add_argument("--out", required=True, metavar="VIDEO", help="video file: .mp4 or .gif")
     parser.add_argument(
@@ -365,14 +386,15 @@ def run_play(args: argparse.Namespace) -> int:
 
     if os.path.splitext(args.out)[1].lower() not in VIDEO_FORMATS:
         raise UsageError(f"--out must end in {' or '.join(VIDEO_FORMATS)}, got {args.out}")
-    if args.checkpoint is None and args.game is None:
+    checkpoint = _checkpoint_from_args(args)
+    if checkpoint is None and args.game is None:
         raise UsageError("random play (no --checkpoint) needs --game, e.g. --game pong")
     try:
-        model, game = load_player(args.checkpoint, args.game)
+        model, game = load_player(checkpoint, args.game)
     except (CheckpointError, ValueError) as error:
         raise UsageError(str(error)) from None
     check_writable(os.path.dirname(os.path.abspath(args.out)))
-    who = args.checkpoint or "random play"
+    who = "random play" if checkpoint is None else str(checkpoint.path)
     print(f"Playing {args.episodes} episode(s) of {game} with {who}...", flush=True)
     path, episodes = write_gameplay_video(
         args.out,

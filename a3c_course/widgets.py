@@ -209,11 +209,23 @@ def result_html(result) -> str:
     return "<br>".join(html.escape(line) for line in lines)
 
 
-def learning_curve_png(history, window: int = 20, title: str | None = None) -> bytes:
-    """The learning curve (see reports.plot_learning_curve) as PNG bytes."""
+def learning_curve_png(
+    history, window: int = 20, title: str | None = None, game: str | None = None
+) -> bytes:
+    """The learning curve (see reports.plot_learning_curve) as PNG bytes; beside it, when the
+    course ships reference runs of `game`, the run's curve over their band ("is my run on track?")."""
+    from matplotlib.figure import Figure
+
+    from .reference import plot_reference, reference_games
     from .reports import plot_learning_curve
 
-    figure = plot_learning_curve(history, window=window, title=title)
+    with_reference = game is not None and game.lower() in reference_games()
+    figure = Figure(figsize=(12.8 if with_reference else 6.4, 3.6), dpi=100)
+    axes = figure.subplots(1, 2 if with_reference else 1, squeeze=False)[0]
+    plot_learning_curve(history, window=window, title=title, ax=axes[0])
+    if with_reference:
+        plot_reference(history, game=game, window=window, ax=axes[1])
+    figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=80)
     return buffer.getvalue()
@@ -234,7 +246,7 @@ class TrainingPanel(_Panel):
         )
         self.status = widgets.HTML("Ready.")
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, layout=LAYOUT)
-        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="512px"))
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="1024px"))
         self.outcome = widgets.HTML()
         self.start_button.on_click(lambda _button: self.start())
         self.stop_button.on_click(lambda _button: self.stop())
@@ -311,7 +323,10 @@ class TrainingPanel(_Panel):
         if result.stop_reason is not None or now - self._last_plot >= PLOT_INTERVAL_S:
             self._last_plot = now
             self.plot.value = learning_curve_png(
-                result.history, result.config.score_window, result.config.env_id
+                result.history,
+                result.config.score_window,
+                result.config.env_id,
+                game=result.config.game,
             )
 
     def _run(self, config: TrainConfig) -> None:

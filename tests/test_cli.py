@@ -70,7 +70,7 @@ def test_invalid_values_give_one_line_and_status_2(arguments, message, capsys):
     [
         (["train", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
         (["train", "--optimizer", "sgd"], "argument --optimizer: invalid choice: 'sgd'"),
-        (["evaluate"], "the following arguments are required: --checkpoint"),
+        (["evaluate"], "one of the arguments --checkpoint --pretrained is required"),
         (["evaluate", "--checkpoint", "x.pt", "--episodes", "0"], "must be at least 1, got 0"),
         ([], "the following arguments are required: COMMAND"),
     ],
@@ -101,7 +101,7 @@ def test_help_describes_every_training_option_with_its_default(capsys):
     for flag in ["--game GAME", "--workers N", "--minutes X", "--steps N", "--target-score X",
                  "--out DIR", "--lr X", "--envs-per-worker N", "--optimizer {adam,rmsprop}"]:  # fmt: skip
         assert flag in text
-    assert "learning rate of the shared optimizer (default: 0.0001)" in text
+    assert "learning rate of the shared optimizer (the original's: 1e-4) (default: 0.0004)" in text
     assert "(default: 30.0); 'none' for no limit" in text
 
 

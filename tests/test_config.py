@@ -4,14 +4,17 @@ import json
 
 import pytest
 
-from a3c_course.config import TrainConfig, default_start_method
+from a3c_course.config import PAPER_WORKER, TrainConfig, default_start_method
 
 
-def test_defaults_follow_the_original_course():
+def test_defaults_keep_the_original_algorithm_and_batch_it():
     config = TrainConfig()
-    assert (config.lr, config.gamma, config.gae_lambda) == (1e-4, 0.99, 1.0)
+    assert (config.gamma, config.gae_lambda) == (0.99, 1.0)
     assert (config.entropy_coef, config.value_coef, config.max_grad_norm) == (0.01, 0.5, 40.0)
-    assert (config.rollout_steps, config.optimizer, config.envs_per_worker) == (20, "adam", 1)
+    assert (config.rollout_steps, config.envs_per_worker, config.lr) == (5, 8, 4e-4)
+    assert config.optimizer == "adam" and config.eval_episodes == 10
+    paper = TrainConfig(**PAPER_WORKER)
+    assert (paper.envs_per_worker, paper.rollout_steps, paper.lr) == (1, 20, 1e-4)
     assert config.env_id == "ALE/Pong-v5"
     assert config.out_dir == "runs/pong"
     assert config.start_method == default_start_method()
@@ -54,7 +57,7 @@ def test_invalid_values_name_the_field_the_value_and_what_is_allowed(changes, me
 def test_replace_validates_and_leaves_the_original_alone():
     config = TrainConfig(game="breakout", max_minutes=None, max_steps=1000)
     changed = config.replace(lr=3e-4)
-    assert changed.lr == 3e-4 and config.lr == 1e-4
+    assert changed.lr == 3e-4 and config.lr == 4e-4
     with pytest.raises(ValueError, match="gamma must be in"):
         config.replace(gamma=2)
     with pytest.raises(AttributeError):

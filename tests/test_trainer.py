@@ -86,7 +86,7 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     assert result.stop_reason == "max_steps" and result.steps >= 400
     losses = result.losses()
     assert {r["worker"] for r in losses} == {0, 1}
-    assert sum(r["rollouts"] for r in losses) * 20 == result.steps
+    assert sum(r["rollouts"] for r in losses) * config.rollout_steps * config.envs_per_worker == result.steps
     assert result.evaluations() and result.evaluations()[0]["capped"] == 1
     lines = result.metrics_path.read_text().splitlines()
     assert [json.loads(line) for line in lines] == result.history

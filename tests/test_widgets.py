@@ -179,3 +179,22 @@ def test_find_checkpoints_lists_newest_first(tmp_path):
     os.utime(old, (1, 1))
     assert find_checkpoints(tmp_path) == [str(new), str(old)]
     assert find_checkpoints(tmp_path / "nowhere") == []
+
+
+def test_training_plot_adds_the_reference_band_for_a_game_that_has_one():
+    import struct
+
+    from a3c_course.widgets import learning_curve_png
+
+    history = [
+        {"kind": "episode", "steps": 100 * i, "elapsed_s": float(i), "score": -21.0 + i % 3}
+        for i in range(1, 30)
+    ]
+
+    def width(png: bytes) -> int:
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        return struct.unpack(">I", png[16:20])[0]  # the IHDR chunk's width
+
+    alone = width(learning_curve_png(history, 20, "CartPole-v1", game="CartPole-v1"))
+    with_band = width(learning_curve_png(history, 20, "ALE/Pong-v5", game="pong"))
+    assert with_band == 2 * alone  # two panels side by side: the run, and the run over the band

@@ -1,0 +1,114 @@
+"""The agents shipped with the package: they load weights-only, play, and beat a random player;
+the reference band draws with and without a learner's run."""
+
+import json
+
+import pytest
+import torch
+
+from a3c_course import pretrained
+from a3c_course.checkpoint import load_checkpoint
+from a3c_course.cli import main
+from a3c_course.evaluate import evaluate
+from a3c_course.reference import plot_reference, reference_band, reference_runs, score_curve
+from a3c_course.video import play_episodes
+
+RANDOM_PONG = -20.7  # a uniformly random Pong player's mean score (Mnih et al. 2015)
+
+
+def test_pong_is_shipped_with_a_card_that_says_how_it_was_made():
+    assert "pong" in pretrained.available()
+    card = pretrained.card("pong")
+    assert card["training"]["command"].startswith("a3c-course train")
+    assert card["evaluation"]["episodes"] >= 10
+    assert card["evaluation"]["command"] == "a3c-course evaluate --pretrained pong --episodes 10"
+    assert len(card["evaluation"]["scores"]) == card["evaluation"]["episodes"]
+    for key in ("package_version", "torch_version", "machine", "date"):
+        assert card[key]
+    assert "pong: mean score" in pretrained.summary("pong")
+
+
+def test_shipped_checkpoint_loads_with_weights_only_loading():
+    payload = torch.load(pretrained.path("pong"), map_location="cpu", weights_only=True)
+    assert payload["format"] == "a3c-course-checkpoint"
+    model = pretrained.load("pong")
+    assert not model.training and model.n_actions == 6
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # float16 on disk only
+    assert pretrained.path("pong").stat().st_size < 1.5e6
+
+
+def test_unknown_game_names_the_choices():
+    with pytest.raises(ValueError, match="no pretrained agent for 'tetris'; available: .*pong"):
+        pretrained.load("tetris")
+
+
+@pytest.mark.timeout(300)
+def test_the_pong_agent_beats_a_random_player_by_far():
+    # Two full games with random no-op starts (seeds the card's evaluation did not use).
+    result = evaluate(pretrained.checkpoint("pong"), episodes=2, seed=100)
+    assert result.mean > RANDOM_PONG + 15, result.scores
+
+
+def test_the_card_reports_the_evaluation_of_the_shipped_weights():
+    card = pretrained.card("pong")["evaluation"]
+    assert card["mean"] == pytest.approx(sum(card["scores"]) / len(card["scores"]))
+    assert card["mean"] > RANDOM_PONG + 15
+
+
+def test_play_and_evaluate_take_pretrained_on_the_command_line(tmp_path, capsys):
+    out = tmp_path / "pong.mp4"
+    assert main(["play", "--pretrained", "pong", "--out", str(out), "--max-steps", "60"]) == 0
+    assert out.stat().st_size > 0
+    assert "pong.pt" in capsys.readouterr().out
+    assert main(["evaluate", "--pretrained", "pong", "--episodes", "1", "--max-steps", "50"]) == 0
+    assert "score: mean" in capsys.readouterr().out
+    assert main(["evaluate", "--pretrained", "pong", "--game", "breakout"]) == 2
+    assert "trained on ALE/Pong-v5, not on ALE/Breakout-v5" in capsys.readouterr().err
+    assert main(["evaluate", "--pretrained", "tetris"]) == 2
+    assert "no pretrained agent for 'tetris'" in capsys.readouterr().err
+
+
+def test_pretrained_agent_plays_in_a_video_recording():
+    episodes = play_episodes("pong", pretrained.load("pong"), 1, max_steps=30)
+    assert len(episodes[0].frames) == 31  # the first screen, then one after each of 30 actions
+
+
+def test_reference_runs_are_three_pong_seeds_with_their_commands():
+    runs = reference_runs("pong")
+    assert len(runs) >= 3
+    index = json.loads((pretrained.path("pong").parent / "reference/pong/runs.json").read_text())
+    for name, records in runs.items():
+        assert index[name]["command"].startswith("a3c-course train")
+        assert {r["kind"] for r in records} == {"episode", "eval"}
+
+
+def test_score_curve_is_the_moving_average_of_episode_scores():
+    history = [
+        {"kind": "episode", "steps": 10 * i, "elapsed_s": 6.0 * i, "score": float(i)}
+        for i in range(1, 5)
+    ] + [{"kind": "loss", "steps": 50, "elapsed_s": 30.0}]
+    x, y = score_curve(history, "steps", window=2)
+    assert x.tolist() == [10, 20, 30, 40] and y.tolist() == [1.0, 1.5, 2.5, 3.5]
+    x, _ = score_curve(history, "minutes", window=2)
+    assert x.tolist() == [0.1, 0.2, 0.3, 0.4]
+    with pytest.raises(ValueError, match="by must be one of 'steps', 'minutes', got 'hours'"):
+        score_curve(history, "hours")
+
+
+def test_reference_band_orders_low_median_high():
+    for by in ("steps", "minutes"):
+        x, low, median, high = reference_band("pong", by, points=50)
+        assert x.shape == low.shape == median.shape == high.shape == (50,)
+        assert (low <= median).all() and (median <= high).all()
+        assert (x[1:] > x[:-1]).all()
+    with pytest.raises(ValueError, match="no reference runs for 'tetris'"):
+        reference_band("tetris")
+
+
+def test_reference_plot_with_and_without_a_learners_run():
+    alone = plot_reference(game="pong")
+    assert [line.get_label() for line in alone.axes[0].lines] == ["course runs (median)"]
+    mine = next(iter(reference_runs("pong").values()))
+    figure = plot_reference(mine, game="pong", by="minutes", label="my run")
+    assert [line.get_label() for line in figure.axes[0].lines][-1] == "my run"
+    assert figure.axes[0].get_xlabel() == "wall-clock minutes"

@@ -1,0 +1,124 @@
+"""Ship a trained agent and reference curves with the package (a maintainer's tool).
+
+    .venv/bin/python tools/ship_agent.py agent runs/pong-seed0 --game pong \
+        --command "a3c-course train --game pong --seed 0 --minutes 15 --out runs/pong-seed0"
+    .venv/bin/python tools/ship_agent.py reference runs/pong-seed0 runs/pong-seed1 --game pong
+
+agent: takes the run's best.pt (the evaluated weights with the best mean; checkpoint.pt with
+    --last), stores its weights in float16 as a3c_course/data/<game>.pt, evaluates that file with
+    `a3c_course.evaluate` (the code behind `a3c-course evaluate`) over --episodes episodes, and
+    writes the card a3c_course/data/<game>.json: the training command, seed, versions, machine,
+    training time and steps, and the evaluation with the command that reproduces it.
+reference: copies each run's episode and evaluation records (no loss records: they are most of
+    the file and the band does not use them) to a3c_course/data/reference/<game>/<run>.jsonl, and
+    records each run's config and training command in runs.json beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+import a3c_course
+from a3c_course.checkpoint import (
+    BEST_CHECKPOINT_NAME,
+    CHECKPOINT_NAME,
+    load_checkpoint,
+    model_from_checkpoint,
+    save_checkpoint,
+)
+from a3c_course.evaluate import evaluate
+from a3c_course.throughput import machine_description
+from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
+
+DATA = Path(a3c_course.__file__).parent / "data"
+
+
+def ship_agent(run: Path, game: str, command: str, episodes: int, last: bool) -> Path:
+    source = run / (CHECKPOINT_NAME if last else BEST_CHECKPOINT_NAME)
+    checkpoint = load_checkpoint(source, expect_game=game)
+    model = model_from_checkpoint(checkpoint).half()  # float16 storage: half the size
+    target = DATA / f"{game}.pt"
+    save_checkpoint(target, model, checkpoint.config, **checkpoint.metadata)
+    shipped = load_checkpoint(target, expect_game=game)  # evaluate the file exactly as shipped
+    result = evaluate(shipped, game, episodes, seed=0)
+    history = read_metrics(run / METRICS_NAME)
+    at_save = [r for r in history if r["steps"] <= checkpoint.metadata["steps"]]
+    card = {
+        "game": game,
+        "source": f"{source.name} of the run (steps {checkpoint.metadata['steps']:,})",
+        "training": {
+            "command": command,
+            "seed": checkpoint.config.seed,
+            "config": checkpoint.config.to_dict(),
+            "steps": int(checkpoint.metadata["steps"]),
+            "minutes": round(at_save[-1]["elapsed_s"] / 60, 1) if at_save else None,
+            "eval_mean_during_training": checkpoint.metadata.get("eval_mean"),
+        },
+        "evaluation": {
+            "command": f"a3c-course evaluate --pretrained {game} --episodes {episodes}",
+            "episodes": episodes,
+            "policy": "greedy, random no-op starts (seed k for episode k), no sticky actions",
+            "mean": result.mean,
+            "std": result.std,
+            "min": result.min,
+            "max": result.max,
+            "scores": result.scores,
+        },
+        "package_version": a3c_course.__version__,
+        "torch_version": torch.__version__,
+        "machine": machine_description().split(", load average")[0],
+        "date": datetime.date.today().isoformat(),
+    }
+    target.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
+    print(f"{target}: {target.stat().st_size / 1e6:.2f} MB, evaluation mean {result.mean:+.2f}")
+    return target
+
+
+def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
+    folder = DATA / "reference" / game
+    folder.mkdir(parents=True, exist_ok=True)
+    index = {}
+    for run, command in zip(runs, commands, strict=True):
+        records = [r for r in read_metrics(run / METRICS_NAME) if r["kind"] in ("episode", "eval")]
+        (folder / f"{run.name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        config = json.loads((run / CONFIG_NAME).read_text())
+        index[run.name] = {"command": command, "config": config}
+        print(f"{folder / run.name}.jsonl: {len(records)} records")
+    index_path = folder / "runs.json"
+    known = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    known.update(index)
+    info = {"machine": machine_description().split(", load average")[0]}
+    index_path.write_text(json.dumps({**known, "_machine": info}, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="what", required=True)
+    agent = commands.add_parser("agent", help="ship a run's best network as <game>.pt + card")
+    agent.add_argument("run", type=Path)
+    agent.add_argument("--game", required=True)
+    agent.add_argument("--command", required=True, help="the command that trained the run")
+    agent.add_argument("--episodes", type=int, default=10)
+    agent.add_argument("--last", action="store_true", help="ship checkpoint.pt, not best.pt")
+    reference = commands.add_parser("reference", help="ship runs' curves as reference runs")
+    reference.add_argument("runs", type=Path, nargs="+")
+    reference.add_argument("--game", required=True)
+    reference.add_argument(
+        "--commands", nargs="+", required=True, help="the command of each run, in order"
+    )
+    args = parser.parse_args(argv)
+    if args.what == "agent":
+        ship_agent(args.run, args.game, args.command, args.episodes, args.last)
+    else:
+        ship_reference(args.runs, args.game, args.commands)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
