@@ -11,9 +11,9 @@ the value and what is allowed, instead of deep inside a worker process minutes l
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
 gradient-norm clip 40, Adam) and run it faster: 8 environments per worker stepped with one batched
 forward pass, 5-step rollouts (40 samples per update, the original's 20 per update x 2), and
-lr 4e-4. Measured on Pong with 2 workers on 2 cores (benchmarks/README.md), these reach a training
-score of -13 after 700k agent steps in about 9 minutes; the paper's worker, PAPER_WORKER below (one
-environment, 20-step rollouts, lr 1e-4), runs about 3x fewer steps per second. Each field's help
+lr 4e-4. Measured on Pong with 2 workers on 2 cores (benchmarks/README.md): a 10-game evaluation
+mean of 0 after 12-17 minutes (0.9-1.2M agent steps, three seeds). The paper's worker, PAPER_WORKER
+below (one environment, 20-step rollouts, lr 1e-4), steps about 2.3x slower per worker. Each field's help
 text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 
