@@ -29,7 +29,6 @@ from typing import Any
 from .envs import resolve_env_id
 from .optim import OPTIMIZERS
 
-
 # The paper's (and the original course's) worker: one environment, 20-step rollouts, lr 1e-4.
 # TrainConfig(game="pong", **PAPER_WORKER) trains exactly as the original did, with its faults fixed.
 PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}

@@ -10,8 +10,8 @@ wall-clock minutes.
     plot_reference(result.history, game="pong", by="minutes")   # your run over the band
     plot_reference(game="pong")                                # the band alone
 
-Wall-clock time depends on the machine: the shipped runs' machine is in their config's folder
-name and in the pretrained agent's card. Steps do not: compare by steps when your machine differs.
+Wall-clock time depends on the machine: the shipped runs' machine and commands are in runs.json
+beside them. Steps do not: compare by steps when your machine differs.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from a3c_course import pretrained
-from a3c_course.checkpoint import load_checkpoint
 from a3c_course.cli import main
 from a3c_course.evaluate import evaluate
 from a3c_course.reference import plot_reference, reference_band, reference_runs, score_curve
