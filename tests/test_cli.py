@@ -131,7 +131,13 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     children = psutil.Process(process.pid).children(recursive=True)
     assert len(children) == 3  # two workers and the evaluator
     os.killpg(process.pid, signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    try:  # stopping includes writing the report (a learning curve and a gameplay video)
+        stdout, stderr = process.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        states = {p.pid: (p.name(), p.status()) for p in children if p.is_running()}
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"no exit 150 s after Ctrl-C; children {states}\n{stdout}\n{stderr}")
     assert process.returncode == 130, stderr
     assert "Stopped (interrupted)" in stdout and "Traceback" not in stderr
     gone, alive = psutil.wait_procs(children, timeout=5)
