@@ -116,8 +116,15 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     """Ctrl-C in a terminal sends SIGINT to every process of the group: the children ignore it,
     the parent stops them, saves the checkpoint and exits with status 130."""
     out = tmp_path / "run"
+    # Run the console script's main() with Ctrl-C's default handler: a shell that starts the tests in
+    # the background (`make test &`, nohup) makes them ignore SIGINT, and children inherit that.
+    interruptible = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from a3c_course.cli import main; sys.exit(main())"
+    )
     process = subprocess.Popen(
-        [COMMAND, "train", *SMALL_RUN, "--minutes", "5", "--out", str(out), "--quiet"],
+        [sys.executable, "-c", interruptible, "train", *SMALL_RUN, "--minutes", "5", "--out",
+         str(out), "--quiet"],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
