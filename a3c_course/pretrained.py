@@ -27,16 +27,15 @@ from typing import Any
 from .checkpoint import Checkpoint, load_checkpoint, model_from_checkpoint
 from .model import ActorCritic
 
-DATA = "data"
 
-
-def _data_folder() -> Path:
-    return Path(str(resources.files("a3c_course") / DATA))
+def data_folder() -> Path:
+    """Where the package's data files live: the agents here, reference runs in reference/<game>/."""
+    return Path(str(resources.files("a3c_course") / "data"))
 
 
 def available() -> list[str]:
     """The games with a shipped agent."""
-    return sorted(path.stem for path in _data_folder().glob("*.pt"))
+    return sorted(path.stem for path in data_folder().glob("*.pt"))
 
 
 def path(game: str) -> Path:
@@ -45,7 +44,7 @@ def path(game: str) -> Path:
         raise ValueError(
             f"game: no pretrained agent for {game!r}; available: {', '.join(available()) or 'none'}"
         )
-    return _data_folder() / f"{game.lower()}.pt"
+    return data_folder() / f"{game.lower()}.pt"
 
 
 def checkpoint(game: str) -> Checkpoint:

@@ -16,36 +16,42 @@ beside them. Steps do not: compare by steps when your machine differs.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .pretrained import data_folder
 from .reports import moving_average
 
 AXES = {"steps": "agent steps", "minutes": "wall-clock minutes"}
 
 
-def _reference_folder(game: str) -> Path:
-    return Path(str(resources.files("a3c_course") / "data" / "reference" / game.lower()))
-
-
 def reference_games() -> list[str]:
     """The games with shipped reference runs."""
-    root = Path(str(resources.files("a3c_course") / "data" / "reference"))
+    root = data_folder() / "reference"
     return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.jsonl")))
 
 
 def reference_runs(game: str) -> dict[str, list[dict[str, Any]]]:
-    """{run name: its records} for every shipped run of `game`; ValueError naming the choices."""
-    folder = _reference_folder(game) if isinstance(game, str) else None
-    if folder is None or not folder.is_dir():
+    """{run name: its records} for every shipped run of `game`; ValueError naming the choices.
+
+    The files are read once per process (the training panel redraws every few seconds); treat the
+    records as read-only.
+    """
+    if not isinstance(game, str) or game.lower() not in reference_games():
         raise ValueError(
             f"game: no reference runs for {game!r}; available: {', '.join(reference_games())}"
         )
+    return _read_runs(game.lower())
+
+
+@functools.cache
+def _read_runs(game: str) -> dict[str, list[dict[str, Any]]]:
+    folder: Path = data_folder() / "reference" / game
     return {
         path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         for path in sorted(folder.glob("*.jsonl"))
