@@ -148,7 +148,23 @@ def report(config: TrainConfig, history, stop_reason, total_steps, total_wall_s)
         "best_eval_mean": max((r["mean"] for r in evaluations), default=None),
         "evaluations": len(evaluations),
         "learning_curve": str(curve),
+        "config": config.to_dict(),
     }
+
+
+def shared_config(runs: list[dict]) -> dict:
+    """The settings every run shares; a setting that differs maps to each run's value, in order.
+
+    Seeds and output folders always differ and are listed under "seeds" and each run instead.
+    """
+    configs = [run["config"] for run in runs]
+    shared = {}
+    for key in configs[0]:
+        if key in HANDLED_HERE:
+            continue
+        values = [config[key] for config in configs]
+        shared[key] = values[0] if all(v == values[0] for v in values) else {"differs": values}
+    return shared
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,9 +200,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run = read_run(folder, base.target_score)
             seed = run["seed"]
-            base = TrainConfig.from_dict(json.loads((folder / CONFIG_NAME).read_text())).replace(
-                target_score=base.target_score
-            )
         runs.append(run)
         when = (
             f"met after {run['wall_s']:.1f} s, {run['steps']:,} steps, {run['frames']:,} frames "
@@ -203,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(
             ["benchmarks/time_to_score.py", *(sys.argv[1:] if argv is None else argv)]
         ),
-        "config": base.replace(out_dir=str(out)).to_dict(),
+        "config": shared_config(runs),
         "target_score": base.target_score,
         "seeds": [r["seed"] for r in runs],
         "met": f"{len(met)}/{len(runs)}",

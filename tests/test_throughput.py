@@ -225,6 +225,9 @@ def test_time_to_score_script_tiny_run(tmp_path):
     assert summary["met"] == "2/2"
     assert summary["steps"]["n"] == 2
     # The same runs, read back from their folders: the same first-met points, without training.
+    # One run's settings edited afterwards: the summary must say that the runs differ there.
+    edited = out / "seed-1" / "config.json"
+    edited.write_text(json.dumps({**json.loads(edited.read_text()), "lr": 1e-3}))
     again = run_script(
         "time_to_score.py", "--from-runs", str(out / "seed-0"), str(out / "seed-1"),
         "--target-score", "5", "--out", str(tmp_path / "read"),
@@ -232,6 +235,9 @@ def test_time_to_score_script_tiny_run(tmp_path):
     assert again.returncode == 0, again.stderr
     reread = json.loads((tmp_path / "read" / "summary.json").read_text())
     assert reread["seeds"] == [0, 1] and reread["met"] == "2/2"
+    assert reread["config"]["workers"] == 1 and "seed" not in reread["config"]
+    assert reread["config"]["lr"] == {"differs": [summary["config"]["lr"], 1e-3]}
+    assert [run["config"]["lr"] for run in reread["runs"]] == [summary["config"]["lr"], 1e-3]
     for first, second in zip(summary["runs"], reread["runs"], strict=True):
         assert (second["steps"], second["eval_mean"]) == (first["steps"], first["eval_mean"])
 
