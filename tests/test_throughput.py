@@ -50,21 +50,22 @@ def test_raw_env_speed_rejects_bad_arguments():
         raw_env_speed("CartPole-v1", 1, 0.0)
 
 
+# Pong's start-up (fork, import, ALE reset) took 2 s under CI's load once, before any rollout ended.
 @pytest.mark.parametrize(
-    "config",
+    ("config", "seconds"),
     [
-        TrainConfig(game="CartPole-v1", workers=1, envs_per_worker=2),
-        TrainConfig(game="pong", workers=1, envs_per_worker=2, rollout_steps=5),
+        (TrainConfig(game="CartPole-v1", workers=1, envs_per_worker=2), 0.8),
+        (TrainConfig(game="pong", workers=1, envs_per_worker=2, rollout_steps=5), 5.0),
     ],
     ids=["cartpole", "pong"],
 )
-def test_trainer_speed(config):
-    speed = trainer_speed(config, seconds=0.8)
+def test_trainer_speed(config, seconds):
+    speed = trainer_speed(config, seconds=seconds)
     assert (speed.workers, speed.envs_per_worker) == (1, 2)
     assert speed.steps > 0 and speed.steps % (2 * config.rollout_steps) == 0  # whole rollouts
     assert speed.steps_per_s > 0 and speed.overall_steps_per_s > 0
     assert speed.overall_steps_per_s == pytest.approx(speed.steps / speed.seconds)
-    assert speed.seconds >= 0.8
+    assert speed.seconds >= seconds
     assert isinstance(speed.steady, bool)
 
 
