@@ -1,0 +1,84 @@
+"""benchmarks/sb3_time_to_score.py: its checks run everywhere; its tiny training run needs the
+optional `bench` extra (stable-baselines3) and skips without it."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def script():
+    sys.path.insert(0, str(BENCHMARKS))  # the script imports time_to_score from its own folder
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "sb3_bench", BENCHMARKS / "sb3_time_to_score.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize(
+    ("game", "expected"),
+    [
+        ("pong", "PongNoFrameskip-v4"),
+        ("breakout", "BreakoutNoFrameskip-v4"),
+        ("ALE/SpaceInvaders-v5", "SpaceInvadersNoFrameskip-v4"),
+    ],
+)
+def test_sb3_env_id(script, game, expected):
+    assert script.sb3_env_id(game) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--game", "CartPole-v1"], "--game must be an Atari game, got 'CartPole-v1'"),
+        (["--eval-episodes", "0"], "--eval-episodes must be at least 1, got 0"),
+        (["--threads", "0"], "--threads must be at least 1, got 0"),
+        (["--max-minutes", "0"], "--max-minutes must be positive, got 0.0"),
+        (["--max-steps", "-5"], "--max-steps must be at least 1, got -5"),
+        (["--sticky-actions", "1.5"], "--sticky-actions must be in [0, 1), got 1.5"),
+    ],
+)
+def test_bad_arguments_name_the_option_and_the_value(script, capsys, argv, message, tmp_path):
+    assert script.main([*argv, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+
+
+def test_without_stable_baselines3_it_says_how_to_install(script, capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # import now raises ImportError
+    assert script.main(["--out", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "stable-baselines3 is not installed" in error and '".[bench]"' in error
+
+
+def test_tiny_run_meets_a_low_target_at_its_first_evaluation(script, capsys, tmp_path):
+    pytest.importorskip("stable_baselines3", reason="the optional bench extra is not installed")
+    argv = [
+        "--target-score", "-100", "--eval-episodes", "1", "--eval-interval-s", "1",
+        "--eval-max-episode-steps", "25", "--max-minutes", "1", "--out", str(tmp_path),
+    ]  # fmt: skip
+    assert script.main(argv) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["met"] == "1/1" and summary["target_score"] == -100
+    assert summary["config"]["env_id"] == "PongNoFrameskip-v4" and summary["config"]["n_envs"] == 16
+    (run,) = summary["runs"]
+    assert run["stop_reason"] == "target score" and run["evaluations"] == 1
+    assert run["steps"] > 0 and run["frames"] == 4 * run["steps"]
+    assert (
+        1.0 <= run["wall_s"] <= run["wall_with_eval_s"]
+    )  # the training clock stops while evaluating
+    assert Path(run["learning_curve"]).is_file()
+    history = json.loads((tmp_path / "seed-0" / "history.json").read_text())
+    (evaluation,) = [r for r in history if r["kind"] == "eval"]
+    assert len(evaluation["scores"]) == 1 and evaluation["mean"] == run["eval_mean"]
+    assert "met after" in capsys.readouterr().out
