@@ -24,17 +24,19 @@ history.json) and <out>/summary.json in time_to_score.py's layout.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import time
 from pathlib import Path
 
-from time_to_score import first_met, seeds  # this folder is on sys.path when run as a script
+from time_to_score import (
+    first_met,
+    seeds,
+    write_summary,
+)  # this folder is on sys.path when run as a script
 
 from a3c_course.envs import is_atari, resolve_env_id
 from a3c_course.reports import plot_learning_curve, save_figure
-from a3c_course.throughput import machine_description, summarize
 
 FRAME_SKIP = 4
 # RL Baselines3 Zoo, hyperparams/a2c.yml, "atari" (the optimizer is set in policy_kwargs below).
@@ -236,25 +238,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"with evaluations), {run['steps']:,} steps" if run["met"] else
                   f"not met ({run['stop_reason']}, best eval mean {run['best_eval_mean']})")  # fmt: skip
         print(f"seed {seed}: target {args.target_score:g} {result}", flush=True)
-    met = [r for r in runs if r["met"]]
-    summary = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_description(),
-        "command": " ".join(
-            ["benchmarks/sb3_time_to_score.py", *(sys.argv[1:] if argv is None else argv)]
-        ),
-        "config": {k: v for k, v in runs[0]["config"].items() if k != "seed"},
-        "target_score": args.target_score,
-        "seeds": args.seeds,
-        "met": f"{len(met)}/{len(runs)}",
-        "runs": runs,
-    }
-    for key in ("wall_s", "wall_with_eval_s", "steps", "frames"):
-        summary[key] = summarize([r[key] for r in met]) if met else None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary = write_summary(out, "sb3_time_to_score.py", argv, args.target_score, runs)
     print(
-        f"target {args.target_score:g} met by {len(met)}/{len(runs)} seeds; summary: {out / 'summary.json'}"
+        f"target {args.target_score:g} met by {summary['met']} seeds; summary: {out / 'summary.json'}"
     )
     return 0
 

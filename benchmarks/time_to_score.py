@@ -40,6 +40,8 @@ FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator fram
 # Defaults that differ from TrainConfig's: the issue's target (Pong +18 over 10 evaluation episodes).
 SCRIPT_DEFAULTS = {"target_score": 18.0, "eval_episodes": 10}
 HANDLED_HERE = {"seed", "out_dir"}  # --seeds and --out
+# A run's numbers at the first evaluation that met the target (sb3_time_to_score.py adds one).
+WHEN_MET_KEYS = ("wall_s", "wall_with_eval_s", "steps", "frames")
 
 
 def _converter(annotation: str):
@@ -167,6 +169,30 @@ def shared_config(runs: list[dict]) -> dict:
     return shared
 
 
+def write_summary(
+    out: Path, script: str, argv: list[str] | None, target: float, runs: list[dict]
+) -> dict:
+    """Write <out>/summary.json: the command, the machine, the settings the runs share, each run,
+    and the median and spread of every "when met" number over the runs that met the target."""
+    met = [r for r in runs if r["met"]]
+    summary = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_description(),
+        "command": " ".join([f"benchmarks/{script}", *(sys.argv[1:] if argv is None else argv)]),
+        "config": shared_config(runs),
+        "target_score": target,
+        "seeds": [r["seed"] for r in runs],
+        "met": f"{len(met)}/{len(runs)}",
+        "runs": runs,
+    }
+    for key in WHEN_MET_KEYS:
+        if key in runs[0]:
+            summary[key] = summarize([r[key] for r in met]) if met else None
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = {**SCRIPT_DEFAULTS}
@@ -209,23 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             f"best eval mean {run['best_eval_mean']})"
         )
         print(f"seed {seed}: target {base.target_score:g} {when}", flush=True)
+    summary = write_summary(out, "time_to_score.py", argv, base.target_score, runs)
     met = [r for r in runs if r["met"]]
-    summary = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_description(),
-        "command": " ".join(
-            ["benchmarks/time_to_score.py", *(sys.argv[1:] if argv is None else argv)]
-        ),
-        "config": shared_config(runs),
-        "target_score": base.target_score,
-        "seeds": [r["seed"] for r in runs],
-        "met": f"{len(met)}/{len(runs)}",
-        "runs": runs,
-    }
-    for key in ("wall_s", "steps", "frames"):
-        summary[key] = summarize([r[key] for r in met]) if met else None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if met:
         w, s = summary["wall_s"], summary["steps"]
         print(
