@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from .checkpoint import (
@@ -107,6 +108,7 @@ def evaluate(
     seed: int = 0,
     sticky_actions: float = 0.0,
     should_stop: Callable[[], bool] | None = None,
+    parallel: int = 10,
 ) -> Evaluation:
     """Play `episodes` episodes and return their raw scores.
 
@@ -118,9 +120,14 @@ def evaluate(
     seed: episode k is reset with seed + k.
     should_stop: checked every 100 steps; when it returns True the evaluation stops early and the
         result holds the finished episodes, with interrupted=True.
+    parallel: how many episodes are played at once, with one batched forward pass per step (the
+        network costs far less per frame in a batch). Greedy scores are those of playing the
+        episodes one at a time (up to float rounding, which can only matter in an exact tie).
     """
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if parallel < 1:
+        raise ValueError(f"parallel must be at least 1, got {parallel}")
     if max_steps_per_episode < 1:
         raise ValueError(f"max_steps_per_episode must be at least 1, got {max_steps_per_episode}")
     if not isinstance(model, torch.nn.Module):
@@ -130,27 +137,57 @@ def evaluate(
     if game is None:
         raise ValueError("evaluate needs game=... when given a model rather than a checkpoint")
     choose = greedy_action if greedy else (lambda logits: sample_action(logits).action)
-    env = evaluation_env(game, max_steps_per_episode, sticky_actions)
-    result = Evaluation()
+    slots = min(episodes, parallel)
+    envs = [evaluation_env(game, max_steps_per_episode, sticky_actions) for _ in range(slots)]
     try:
         with torch.no_grad():
-            for k in range(episodes):
-                obs, _ = env.reset(seed=seed + k)
-                state = model.initial_state(1)
-                for t in range(max_steps_per_episode + 1):
-                    if should_stop is not None and t % 100 == 0 and should_stop():
-                        result.interrupted = True
-                        return result
-                    out = model(torch.from_numpy(obs).unsqueeze(0), state)
-                    state = out.state
-                    obs, _, terminated, truncated, info = env.step(int(choose(out.logits)[0]))
-                    if terminated or truncated:
-                        result.scores.append(float(info["episode"]["r"]))
-                        result.lengths.append(int(info["episode"]["l"]))
-                        result.capped.append(bool(truncated and not terminated))
-                        break
+            return _play_batched(model, envs, episodes, choose, seed, should_stop)
     finally:
-        env.close()
+        for env in envs:
+            env.close()
+
+
+def _play_batched(model, envs, episodes, choose, seed, should_stop) -> Evaluation:
+    """Play episodes 0..episodes-1 on a pool of environments, one batched forward pass per step.
+
+    Each slot plays one episode at a time; when it ends, the slot starts the next episode not yet
+    begun. Episode k is reset with seed + k wherever it runs, so the episodes are the same as if
+    they were played one after the other; the results are listed in episode order.
+    """
+    finished: dict[int, tuple[float, int, bool]] = {}
+    episode_of = list(range(len(envs)))  # the episode each slot plays (None: the slot is done)
+    next_episode = len(envs)
+    obs = [env.reset(seed=seed + k)[0] for k, env in enumerate(envs)]
+    h, c = model.initial_state(len(envs))
+    step = 0
+    while len(finished) < episodes:
+        if should_stop is not None and step % 100 == 0 and should_stop():
+            return _evaluation(finished, interrupted=True)
+        active = [i for i, k in enumerate(episode_of) if k is not None]
+        out = model(torch.from_numpy(np.stack([obs[i] for i in active])), (h[active], c[active]))
+        h[active], c[active] = out.state
+        for i, action in zip(active, choose(out.logits).tolist(), strict=True):
+            obs[i], _, terminated, truncated, info = envs[i].step(action)
+            if not (terminated or truncated):
+                continue
+            episode = info["episode"]
+            finished[episode_of[i]] = (float(episode["r"]), int(episode["l"]), not terminated)
+            h[i], c[i] = 0.0, 0.0
+            episode_of[i] = next_episode if next_episode < episodes else None
+            if episode_of[i] is not None:
+                obs[i] = envs[i].reset(seed=seed + next_episode)[0]
+                next_episode += 1
+        step += 1
+    return _evaluation(finished, interrupted=False)
+
+
+def _evaluation(finished: dict[int, tuple[float, int, bool]], interrupted: bool) -> Evaluation:
+    result = Evaluation(interrupted=interrupted)
+    for k in sorted(finished):
+        score, length, capped = finished[k]
+        result.scores.append(score)
+        result.lengths.append(length)
+        result.capped.append(capped)
     return result
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 from gymnasium.wrappers import TimeLimit
 
+from a3c_course import pretrained
 from a3c_course.checkpoint import CheckpointError, save_checkpoint
 from a3c_course.config import TrainConfig
 from a3c_course.evaluate import Evaluation, evaluate, evaluation_env
@@ -76,5 +77,43 @@ def test_should_stop_ends_evaluation_early():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="episodes must be at least 1, got 0"):
         evaluate(cartpole_model(), "CartPole-v1", episodes=0)
+    with pytest.raises(ValueError, match="parallel must be at least 1, got 0"):
+        evaluate(cartpole_model(), "CartPole-v1", episodes=1, parallel=0)
     with pytest.raises(ValueError, match="needs game="):
         evaluate(cartpole_model(), episodes=1)
+
+
+def one_at_a_time(model, game, episodes, seed, max_steps):
+    """An independent reference: each episode alone, one observation per forward pass."""
+    scores, lengths = [], []
+    env = evaluation_env(game, max_steps)
+    with torch.no_grad():
+        for k in range(episodes):
+            obs, _ = env.reset(seed=seed + k)
+            state, done = None, False
+            while not done:
+                out = model(torch.from_numpy(obs)[None], state)
+                state = out.state
+                obs, _, terminated, truncated, info = env.step(int(out.logits.argmax()))
+                done = terminated or truncated
+            scores.append(float(info["episode"]["r"]))
+            lengths.append(int(info["episode"]["l"]))
+    return scores, lengths
+
+
+@pytest.mark.parametrize("parallel", [1, 3, 10])
+def test_batched_episodes_score_as_if_played_one_at_a_time(parallel):
+    """7 episodes on a pool of `parallel` environments: each keeps its seed, the LSTM state of a
+    slot starts again from zeros for its next episode, and results come back in episode order."""
+    model = cartpole_model(seed=1)
+    result = evaluate(model, "CartPole-v1", episodes=7, seed=5, parallel=parallel)
+    assert (result.scores, result.lengths) == one_at_a_time(model, "CartPole-v1", 7, 5, 500)
+    assert len(set(result.lengths)) > 1  # the episodes differ, so the order is really checked
+
+
+def test_batched_pong_episodes_match_one_at_a_time():
+    """The shipped Pong agent (its frames and its play differ between episodes)."""
+    model = pretrained.load("pong")
+    result = evaluate(model, "pong", episodes=3, max_steps_per_episode=400, seed=2, parallel=2)
+    assert (result.scores, result.lengths) == one_at_a_time(model, "pong", 3, 2, 400)
+    assert len(set(result.scores)) > 1

@@ -489,3 +489,22 @@ def test_the_network_sees_a_frame_the_same_whatever_its_brightness_and_contrast(
 def test_a_flat_frame_standardizes_to_zeros_not_nan():
     flat = torch.full((2, 1, 42, 42), 0.34)
     assert standardize_frames(flat).abs().max() < 1e-3
+
+
+@pytest.mark.parametrize("batch", [1, 16, 5000])
+def test_sample_action_is_torch_categorical_written_out(batch):
+    """The reference: torch.distributions.Categorical, from the same random state."""
+    logits = torch.randn(batch, 6, generator=torch.Generator().manual_seed(batch)) * 3
+    logits[0, 2] = -math.inf  # an impossible action: entropy stays finite, never sampled
+    logits.requires_grad_(True)
+    torch.manual_seed(1)
+    sample = sample_action(logits)
+    torch.manual_seed(1)
+    policy = torch.distributions.Categorical(logits=logits)
+    action = policy.sample()
+    assert torch.equal(sample.action, action)
+    torch.testing.assert_close(sample.log_prob, policy.log_prob(action), rtol=0, atol=0)
+    torch.testing.assert_close(sample.entropy, policy.entropy(), rtol=0, atol=0)
+    ours = torch.autograd.grad((sample.log_prob + sample.entropy).sum(), logits)[0]
+    theirs = torch.autograd.grad((policy.log_prob(action) + policy.entropy()).sum(), logits)[0]
+    torch.testing.assert_close(ours, theirs)
