@@ -35,7 +35,7 @@ notebooks: $(STAMP)
 test: lint $(STAMP)
 	$(BIN)/pytest --nbval
 
-# Train an agent on Pong for 20 minutes with two workers (8 environments each); the run lands in runs/pong.
+# Train an agent on Pong for 20 minutes with two workers (16 environments each); the run lands in runs/pong.
 train: $(STAMP)
 	$(BIN)/a3c-course train --game pong --minutes 20 --out runs/pong
 

@@ -9,12 +9,13 @@ the value and what is allowed, instead of deep inside a worker process minutes l
     TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
 
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
-gradient-norm clip 40, Adam) and run it faster: 8 environments per worker stepped with one batched
-forward pass, 5-step rollouts (40 samples per update, the original's 20 per update x 2), and
-lr 4e-4. Measured on Pong with 2 workers on 2 cores (benchmarks/README.md): a 10-game evaluation
-mean of 0 after 12-17 minutes (0.9-1.2M agent steps, three seeds). The paper's worker, PAPER_WORKER
-below (one environment, 20-step rollouts, lr 1e-4), steps about 2.3x slower per worker. Each field's help
-text (also shown by `a3c-course train --help`) sits in its metadata.
+gradient-norm clip 40, Adam) and run it faster: 16 environments per worker stepped with one batched
+forward pass, 5-step rollouts (80 samples per update), and lr 4e-4. Measured on Pong with 2 workers
+on 2 cores (benchmarks/README.md, three seeds): a 10-game evaluation mean of 0 after 11-12 minutes
+(0.64-0.80M agent steps; 8 environments per worker needed 12-17 minutes, 0.86-1.16M steps), +18
+within 20 minutes in one seed of three. The paper's worker, PAPER_WORKER below (one environment,
+20-step rollouts, lr 1e-4), steps 3.4 times slower (506 vs 1,704 agent steps/s with 2 workers).
+Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class TrainConfig:
     game: str = _field("pong", "game: pong, breakout, any ALE id, or CartPole-v1")
     workers: int = _field(2, "worker processes, each updating the shared model (Hogwild)")
     envs_per_worker: int = _field(
-        8, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
+        16, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
     )
     # The algorithm.
     lr: float = _field(4e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
