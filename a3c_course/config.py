@@ -14,7 +14,9 @@ forward pass, 5-step rollouts (80 samples per update), and lr 4e-4. Measured on 
 on 2 cores (benchmarks/README.md, three seeds): a 10-game evaluation mean of 0 after 11-12 minutes
 (0.64-0.80M agent steps; 8 environments per worker needed 12-17 minutes, 0.86-1.16M steps), +18
 within 20 minutes in one seed of three. The paper's worker, PAPER_WORKER below (one environment,
-20-step rollouts, lr 1e-4), steps 3.4 times slower (506 vs 1,704 agent steps/s with 2 workers).
+20-step rollouts, lr 1e-4), steps 3.4 times slower (506 vs 1,704 agent steps/s with 2 workers) but
+learns more per agent step: two seeds passed 0 after 18-25 minutes (0.53-0.63M steps), one reached
++18 after 30 minutes (0.78M steps).
 Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 
