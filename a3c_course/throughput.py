@@ -1,6 +1,7 @@
 """How fast does training run, and where does the time go? Measurements for the benchmarks and notebook 04.
 
-Three measurements, each for a fixed wall time:
+Three measurements, each for a fixed wall time (and `network_layer_times`, the network's own layers
+timed alone):
 
     raw_env_speed("pong", processes=2, seconds=10)        the preprocessed environments alone,
                                                           random actions, no network: the ceiling
@@ -55,6 +56,9 @@ __all__ = [
     "raw_env_speed",
     "trainer_speed",
     "profile_worker",
+    "LayerTime",
+    "network_layer_times",
+    "layer_table",
     "summarize",
 ]
 
@@ -446,6 +450,99 @@ def _profiled_rollout(config, local, shared, optimizer, runner, clock, outer) ->
         loss = rollout_loss(rollout, config)
     timed_update_shared(local, shared, optimizer, loss.total, config.max_grad_norm, clock)
     return rollout.steps
+
+
+# -- the network's layers, one at a time ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """Milliseconds per call of one part of the network on a batch: forward, and backward alone."""
+
+    name: str
+    batch: int
+    forward_ms: float
+    backward_ms: float
+
+    @property
+    def per_step_ms(self) -> float:
+        """Forward plus backward, per agent step (per input of the batch)."""
+        return (self.forward_ms + self.backward_ms) / self.batch
+
+
+def network_layer_times(model: ActorCritic, batch: int, repeats: int = 30) -> list[LayerTime]:
+    """Time each part of `model` alone, with one thread, on a batch of the shape it sees in the
+    network: each body layer with its activation, the LSTM cell, the two heads. The median of
+    `repeats` calls (after two warm-up calls) of the forward pass with autograd on, and of the
+    backward pass alone. Which layer costs most is what says where a faster network must change.
+    """
+    if not (isinstance(batch, int) and batch >= 1):
+        raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
+    children = list(model.body)
+    blocks = [children[i : i + 2] for i in range(0, len(children), 2)]  # (layer, activation)
+    if len(blocks) > 1 and len(blocks[-1]) == 1:  # the conv body's closing Flatten
+        flatten = blocks.pop()
+        blocks[-1] += flatten
+    times = []
+    with _one_thread():
+        x = torch.randn(batch, *model.obs_shape)
+        if model.has_conv_body:
+            x = x.contiguous(memory_format=torch.channels_last)
+        for i, block in enumerate(blocks):
+            part = torch.nn.Sequential(*block)
+            with torch.no_grad():
+                y = part(x)
+            name = f"body {i + 1}, {type(block[0]).__name__}: {_shape(x)} -> {_shape(y)}"
+            times.append(_time_part(name, part, (x.requires_grad_(i > 0),), repeats))
+            x = y
+        zeros = torch.zeros(batch, model.hidden_size)
+        lstm = lambda inputs: model.lstm(inputs, (zeros, zeros))  # noqa: E731
+        times.append(_time_part(f"LSTM cell: {_shape(x)} -> {model.hidden_size}", lstm,
+                                (x.requires_grad_(),), repeats))  # fmt: skip
+        heads = lambda h: (model.critic(h), model.actor(h))  # noqa: E731
+        times.append(_time_part(f"heads: {model.hidden_size} -> 1 + {model.n_actions}", heads,
+                                (zeros.clone().requires_grad_(),), repeats))  # fmt: skip
+    model.zero_grad(set_to_none=True)  # leave the model as it came
+    return times
+
+
+def _shape(x: torch.Tensor) -> str:
+    return " x ".join(map(str, x.shape[1:]))
+
+
+def _time_part(name: str, part, inputs: tuple, repeats: int) -> LayerTime:
+    forward, backward = [], []
+    for _ in range(repeats + 2):
+        began = time.perf_counter()
+        outputs = part(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        middle = time.perf_counter()
+        torch.autograd.backward(outputs, [torch.ones_like(out) for out in outputs])
+        forward.append(middle - began)
+        backward.append(time.perf_counter() - middle)
+    batch = inputs[0].shape[0]
+    return LayerTime(name, batch, 1000 * statistics.median(forward[2:]),
+                     1000 * statistics.median(backward[2:]))  # fmt: skip
+
+
+def layer_table(times: Sequence[LayerTime]) -> str:
+    """A markdown table of network_layer_times' result, with each part's share and a total."""
+    total = sum(t.forward_ms + t.backward_ms for t in times)
+    lines = [
+        f"the network's parts alone, {times[0].batch} inputs per call, one thread:",
+        "",
+        "| part | forward ms | backward ms | share | ms per agent step |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in times:
+        share = (t.forward_ms + t.backward_ms) / total
+        lines.append(f"| {t.name} | {t.forward_ms:.3f} | {t.backward_ms:.3f} | {share:.0%} "
+                     f"| {t.per_step_ms:.4f} |")  # fmt: skip
+    per_step = sum(t.per_step_ms for t in times)
+    lines.append(f"| **all** | | | 100% | {per_step:.4f} |")
+    return "\n".join(lines)
 
 
 # -- repeated measurements -----------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """Where one worker's time goes: emulator, preprocessing, forward, backward, loss, optimizer, sync.
 
     .venv/bin/python benchmarks/profile_worker.py --envs 1,4 --seconds 10
+    .venv/bin/python benchmarks/profile_worker.py --envs 16 --layers     # and each layer alone
 
 Runs one worker's loop in this process (one thread, as in a worker process) for --seconds per
 setting, and prints for each number of environments per worker a markdown table of the parts'
 shares of the time and milliseconds per agent step. See a3c_course.throughput.profile_worker for how
-each part is timed.
+each part is timed. With --layers, also a table of the network's parts (each conv layer, the LSTM
+cell, the heads) timed alone on a batch of that many inputs (throughput.network_layer_times).
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ import datetime
 import sys
 
 from a3c_course.config import TrainConfig
-from a3c_course.throughput import machine_description, profile_worker
+from a3c_course.envs import make_env
+from a3c_course.model import ActorCritic
+from a3c_course.throughput import (
+    layer_table,
+    machine_description,
+    network_layer_times,
+    profile_worker,
+)
 
 
 def env_counts(text: str) -> list[int]:
@@ -51,7 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--hidden-size", type=int, default=None, help="LSTM size (default: TrainConfig's)"
     )
+    parser.add_argument(
+        "--layers", action="store_true",
+        help="also time each part of the network alone (a batch of --envs inputs)",
+    )  # fmt: skip
     return parser
+
+
+def model_for(config: TrainConfig) -> ActorCritic:
+    env = make_env(config.game)
+    try:
+        return ActorCritic.for_env(env, config.hidden_size)
+    finally:
+        env.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         profile = profile_worker(base.replace(envs_per_worker=envs), args.seconds)
         print()
         print(profile.table())
+        if args.layers:
+            print()
+            print(layer_table(network_layer_times(model_for(base), envs)))
     return 0
 
 

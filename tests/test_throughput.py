@@ -21,6 +21,8 @@ from a3c_course.optim import make_shared_optimizer
 from a3c_course.throughput import (
     PROFILE_PARTS,
     _Clock,
+    layer_table,
+    network_layer_times,
     profile_worker,
     raw_env_speed,
     steady_speed,
@@ -105,6 +107,35 @@ def test_profile_worker_parts_add_up(config, seconds):
     assert profile.steps_per_s == pytest.approx(profile.steps / profile.seconds)
     table = profile.table()
     assert all(f"| {part} |" in table for part in PROFILE_PARTS)
+
+
+def test_network_layer_times_follow_the_shapes_through_the_network():
+    model = ActorCritic((1, 42, 42), 6, hidden_size=32)
+    weights = [p.detach().clone() for p in model.parameters()]
+    times = network_layer_times(model, batch=3, repeats=2)
+    assert [t.name for t in times] == [
+        "body 1, Conv2d: 1 x 42 x 42 -> 32 x 21 x 21",
+        "body 2, Conv2d: 32 x 21 x 21 -> 32 x 11 x 11",
+        "body 3, Conv2d: 32 x 11 x 11 -> 32 x 6 x 6",
+        "body 4, Conv2d: 32 x 6 x 6 -> 288",  # with the closing Flatten
+        "LSTM cell: 288 -> 32",
+        "heads: 32 -> 1 + 6",
+    ]
+    assert all(t.batch == 3 and t.forward_ms > 0 and t.backward_ms > 0 for t in times)
+    assert times[0].per_step_ms == pytest.approx((times[0].forward_ms + times[0].backward_ms) / 3)
+    # Untouched: same weights, no gradients left behind.
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(p, w) for p, w in zip(model.parameters(), weights, strict=True))
+    table = layer_table(times)
+    assert table.count("| body ") == 4 and "| **all** |" in table
+
+
+def test_network_layer_times_rejects_bad_arguments():
+    model = ActorCritic((4,), 2, hidden_size=8)
+    with pytest.raises(ValueError, match=r"batch must be an integer >= 1, got 0"):
+        network_layer_times(model, batch=0)
+    with pytest.raises(ValueError, match=r"repeats must be an integer >= 1, got 1.5"):
+        network_layer_times(model, batch=2, repeats=1.5)
 
 
 def test_profile_splits_emulator_from_preprocessing_on_atari():
@@ -206,6 +237,15 @@ def test_profile_script_tiny_run():
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("| backward |") == 2
     assert "1 env(s) per worker" in done.stdout and "2 env(s) per worker" in done.stdout
+
+
+def test_profile_script_layers():
+    done = run_script(
+        "profile_worker.py", "--game", "CartPole-v1", "--envs", "2", "--seconds", "0.2", "--layers"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the network's parts alone, 2 inputs per call" in done.stdout
+    assert "| body 1, Linear: 4 -> 64 |" in done.stdout and "| **all** |" in done.stdout
 
 
 def test_time_to_score_script_tiny_run(tmp_path):
