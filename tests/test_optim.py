@@ -93,11 +93,12 @@ def test_same_updates_as_the_stock_optimizer_and_state_stays_shared(
     assert float(shared.state[next(shared_model.parameters())]["step"]) == 5
 
 
-def test_adam_update_equals_adam_written_out_by_hand():
+@pytest.mark.parametrize("options", [{}, {"fused": True}])
+def test_adam_update_equals_adam_written_out_by_hand(options):
     lr, beta1, beta2, eps = 1e-2, 0.9, 0.999, 1e-8
     model = small_model()
     start = [p.detach().clone() for p in model.parameters()]
-    optimizer = SharedAdam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps)
+    optimizer = SharedAdam(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps, **options)
     grads = gradient_stream(model, 4)
     run(optimizer, model, grads)
     for index, p in enumerate(model.parameters()):
@@ -122,14 +123,14 @@ def step_once_with_unit_gradients(model, optimizer):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_a_step_in_a_child_process_is_seen_by_the_parent(method):
+@pytest.mark.parametrize("method, fused", [("fork", False), ("spawn", False), ("fork", True)])
+def test_a_step_in_a_child_process_is_seen_by_the_parent(method, fused):
     """The step counter, both moments and the weights updated in a child show up in the parent."""
     lr, beta1, beta2 = 0.1, 0.9, 0.999
     model = small_model()
     model.share_memory()
     before = [p.detach().clone() for p in model.parameters()]
-    optimizer = SharedAdam(model.parameters(), lr=lr, betas=(beta1, beta2))
+    optimizer = SharedAdam(model.parameters(), lr=lr, betas=(beta1, beta2), fused=fused)
     context = mp.get_context(method)
     child = context.Process(target=step_once_with_unit_gradients, args=(model, optimizer))
     child.start()
@@ -179,7 +180,9 @@ def test_loading_a_saved_state_keeps_it_shared():
 
 def test_make_shared_optimizer_by_name():
     params = list(small_model().parameters())
-    assert isinstance(make_shared_optimizer("adam", params, 1e-4), SharedAdam)
+    adam = make_shared_optimizer("adam", params, 1e-4)
+    assert isinstance(adam, SharedAdam)
+    assert adam.defaults["fused"] is True  # the fused CPU kernel (torch >= 2.4, installed here)
     assert isinstance(make_shared_optimizer("rmsprop", params, 1e-4), SharedRMSprop)
     with pytest.raises(ValueError, match="optimizer must be one of 'adam', 'rmsprop', got 'sgd'"):
         make_shared_optimizer("sgd", params, 1e-4)
