@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 
 from .checkpoint import CheckpointError, check_game, load_checkpoint
-from .config import TrainConfig
+from .config import EVAL_MODES, TrainConfig
 from .optim import OPTIMIZERS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -45,7 +45,11 @@ FLAG_ALIASES = {
     "max_steps": ["--steps"],
     "out_dir": ["--out"],
 }
-CHOICES = {"optimizer": sorted(OPTIMIZERS), "start_method": multiprocessing.get_all_start_methods()}
+CHOICES = {
+    "optimizer": sorted(OPTIMIZERS),
+    "start_method": multiprocessing.get_all_start_methods(),
+    "eval_mode": list(EVAL_MODES),
+}
 METAVARS = {"game": "GAME", "out_dir": "DIR"}
 NONE_MEANS = {  # what `none` means for the optional fields
     "max_steps": "no limit",

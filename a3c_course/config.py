@@ -36,6 +36,8 @@ from .optim import OPTIMIZERS
 # TrainConfig(game="pong", **PAPER_WORKER) trains exactly as the original did, with its faults fixed.
 PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 
+EVAL_MODES = ("live", "after")
+
 
 def default_start_method() -> str:
     """ "fork" on Linux (fast: children start with the parent's memory), "spawn" elsewhere.
@@ -98,6 +100,12 @@ class TrainConfig:
     eval_max_episode_steps: int = _field(
         10_000, "cut an evaluation episode after this many agent steps (a stuck agent cannot stall)"
     )
+    eval_mode: str = _field(
+        "live",
+        "live: an evaluator process scores the shared model while the workers train (it shares "
+        "the cores with them); after: a snapshot of the weights every eval_interval_s, scored "
+        "once training stops (the workers keep every core, and the clock counts training alone)",
+    )
     # Processes and output.
     start_method: str = _field(
         dataclasses.MISSING,
@@ -142,6 +150,14 @@ class TrainConfig:
         )
         _check_int(self, "eval_episodes", low=0)
         _check_int(self, "eval_max_episode_steps", low=1)
+        _check_str(self, "eval_mode")
+        if self.eval_mode not in EVAL_MODES:
+            _fail(self, "eval_mode", f"one of {', '.join(map(repr, EVAL_MODES))}")
+        if self.eval_mode == "after" and self.eval_episodes > 0 and self.target_score is not None:
+            raise ValueError(
+                f"target_score must be None with eval_mode 'after', got {self.target_score!r}: "
+                "its evaluations come only once training has stopped (use eval_mode 'live')"
+            )
         _check_str(self, "start_method")
         available = multiprocessing.get_all_start_methods()
         if self.start_method not in available:

@@ -11,16 +11,19 @@ press FIRE at each life's start, and the cap makes sure no other stuck policy ca
 A greedy policy in a deterministic game would replay one identical episode; each evaluation episode
 is reset with its own seed, so the random no-op starts (and sticky actions, if enabled) differ.
 
-`run_evaluator` is the evaluator process of training: every `eval_interval_s` seconds it copies the
-shared model and evaluates it while the workers go on learning.
+`run_evaluator` is the evaluator process of training (eval_mode "live"): every `eval_interval_s`
+seconds it copies the shared model and evaluates it while the workers go on learning.
+`score_snapshots` scores the snapshots that training saved instead (eval_mode "after"), once the
+workers have stopped, several at a time.
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import gymnasium as gym
@@ -221,7 +224,7 @@ def run_evaluator(
                 config.game,
                 config.eval_episodes,
                 max_steps_per_episode=config.eval_max_episode_steps,
-                seed=config.seed + 1_000_000 + round_index * config.eval_episodes,
+                seed=eval_seed(config, round_index),
                 sticky_actions=config.sticky_actions,
                 should_stop=stop_event.is_set,
             )
@@ -237,20 +240,65 @@ def run_evaluator(
                     eval_mean=result.mean,
                     eval_scores=list(result.scores),
                 )
-            queue.put(
-                {
-                    "kind": "eval",
-                    "worker": "evaluator",
-                    "steps": steps,
-                    "mean": result.mean,
-                    "std": result.std,
-                    "min": result.min,
-                    "max": result.max,
-                    "scores": result.scores,
-                    "capped": sum(result.capped),
-                    "duration_s": time.monotonic() - started,
-                }
-            )
+            queue.put(_eval_record(result, steps, time.monotonic() - started))
             round_index += 1
     except BaseException:
         report_crash(queue, "evaluator")
+
+
+def _eval_record(result: Evaluation, steps: int, duration_s: float) -> dict:
+    """An evaluation as the trainer records it (see trainer.TrainResult)."""
+    return {
+        "kind": "eval",
+        "worker": "evaluator",
+        "steps": steps,
+        "mean": result.mean,
+        "std": result.std,
+        "min": result.min,
+        "max": result.max,
+        "scores": result.scores,
+        "capped": sum(result.capped),
+        "duration_s": duration_s,
+    }
+
+
+def eval_seed(config: TrainConfig, round_index: int) -> int:
+    """Episode seeds of evaluation round k: apart from the workers' (env_seed) and from each other."""
+    return config.seed + 1_000_000 + round_index * config.eval_episodes
+
+
+def score_snapshots(
+    config: TrainConfig, snapshots: Sequence[str | os.PathLike], first_round: int = 0
+) -> Iterator[dict]:
+    """Evaluate saved snapshots (checkpoint files) and yield their eval records, in order.
+
+    Each snapshot is played like a live evaluation round (config.eval_episodes greedy episodes, the
+    run's sticky actions, its own episode seeds: snapshot k is round first_round + k); the record's
+    steps and elapsed_s are the snapshot's own, when training saved it. The snapshots are scored
+    several at a time, in one child process per core, started with config.start_method. Closing
+    the iterator early (or Ctrl-C) stops the children.
+    """
+    jobs = [(config, str(path), first_round + k) for k, path in enumerate(snapshots)]
+    if not jobs:
+        return
+    processes = min(len(jobs), os.cpu_count() or 1)
+    context = multiprocessing.get_context(config.start_method)
+    with context.Pool(processes, initializer=child_setup) as pool:  # exit: terminate()
+        yield from pool.imap(_score_snapshot, jobs)
+
+
+def _score_snapshot(job: tuple[TrainConfig, str, int]) -> dict:
+    config, path, round_index = job
+    checkpoint = load_checkpoint(path, expect_game=config.game)
+    started = time.monotonic()
+    result = evaluate(
+        checkpoint,
+        episodes=config.eval_episodes,
+        max_steps_per_episode=config.eval_max_episode_steps,
+        seed=eval_seed(config, round_index),
+        sticky_actions=config.sticky_actions,
+    )
+    record = _eval_record(result, int(checkpoint.metadata["steps"]), time.monotonic() - started)
+    record["elapsed_s"] = float(checkpoint.metadata["elapsed_s"])
+    record["snapshot"] = os.path.basename(path)
+    return record

@@ -10,8 +10,9 @@
 What happens:
 1. The parent builds the shared model and moves its weights to shared memory (`share_memory()`),
    and builds the shared optimizer, whose state is in shared memory too (see optim.py).
-2. It starts the worker processes (worker.run_worker) and, unless eval_episodes is 0, the evaluator
-   process (evaluate.run_evaluator), with `multiprocessing.get_context(config.start_method)`: fork
+2. It starts the worker processes (worker.run_worker) and, unless eval_episodes is 0 or eval_mode is
+   "after", the evaluator process (evaluate.run_evaluator), with
+   `multiprocessing.get_context(config.start_method)`: fork
    by default on Linux, spawn elsewhere. The process functions live in the package, not in a
    notebook, because spawn must import them by name in the child.
 3. Each worker loops: copy the shared weights, play a rollout, compute the gradient of its loss,
@@ -24,6 +25,12 @@ What happens:
 5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
    time), save the checkpoint. A child that failed sends its traceback, and train() raises
    WorkerError carrying it. No child process outlives train().
+
+With eval_mode "after" no evaluator runs beside the workers: every eval_interval_s the parent saves
+a snapshot of the shared weights in <out_dir>/snapshots/ (and one more when training stops), and
+once the workers have stopped, the snapshots are scored on every core (evaluate.score_snapshots).
+Their eval records carry the steps and the training time at which each snapshot was taken, so a
+learning curve or a time to a score counts training alone, with the workers on every core.
 
 Resuming (`train(config, resume=True)`) continues the run saved in config.out_dir: the weights from
 checkpoint.pt, the optimizer's state from optimizer.pt (Adam's moments: without them the first
@@ -58,11 +65,12 @@ from .checkpoint import (
     best_eval_mean,
     load_checkpoint,
     load_weights,
+    model_from_checkpoint,
     save_checkpoint,
 )
 from .config import TrainConfig
 from .envs import make_env
-from .evaluate import run_evaluator
+from .evaluate import run_evaluator, score_snapshots
 from .model import ActorCritic
 from .optim import make_shared_optimizer
 from .worker import run_worker
@@ -70,6 +78,7 @@ from .worker import run_worker
 METRICS_NAME = "metrics.jsonl"
 CONFIG_NAME = "config.json"
 OPTIMIZER_NAME = "optimizer.pt"
+SNAPSHOTS_NAME = "snapshots"  # eval_mode "after": the weights every eval_interval_s
 POLL_S = 0.1  # how long the parent waits for a message before checking budgets and children
 CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
 JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
@@ -229,8 +238,10 @@ def train(
             f"{config.max_steps:,}: raise max_steps to train on"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
-    if point is None:  # a fresh run: an earlier run's best network is not this run's
+    if point is None:  # a fresh run: an earlier run's best network and snapshots are not this run's
         (out_dir / BEST_CHECKPOINT_NAME).unlink(missing_ok=True)
+        for snapshot in (out_dir / SNAPSHOTS_NAME).glob("*.pt"):
+            snapshot.unlink()
     (out_dir / CONFIG_NAME).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     shared_model = build_shared_model(config)
     optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
@@ -262,6 +273,10 @@ class _Run:
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
         self.optimizer_path = out_dir / OPTIMIZER_NAME
         self.best_path = out_dir / BEST_CHECKPOINT_NAME
+        self.snapshots_dir = out_dir / SNAPSHOTS_NAME
+        self.snapshots: list[Path] = []  # this session's, in order
+        self.scores_after = config.eval_episodes > 0 and config.eval_mode == "after"
+        self.training_s: float | None = None  # frozen when the workers stop
         self.metrics_file = open(self.result.metrics_path, "w")  # closed in finish()
         self.elapsed_offset = point.elapsed_s if point else 0.0
         if point is not None:
@@ -295,6 +310,9 @@ class _Run:
             self.finish()
             raise
         self.stop_children()
+        self.close_bar()
+        if self.scores_after and result.stop_reason != "worker_failed":
+            self.score_snapshots()
         self.finish()
         if result.stop_reason == "worker_failed":
             raise WorkerError(self.failure or "a training process failed", result)
@@ -317,7 +335,7 @@ class _Run:
                     daemon=False,
                 )
             )
-        if self.config.eval_episodes > 0:
+        if self.config.eval_episodes > 0 and not self.scores_after:
             pending.append(
                 self.context.Process(
                     target=run_evaluator,
@@ -339,6 +357,7 @@ class _Run:
             self.result.steps = self.step_counter.value
             self.result.elapsed_s = self.elapsed()
             self.show_progress()
+            self.maybe_snapshot()
             if self.failure is not None or self.check_children():
                 return "worker_failed"
             if config.max_steps is not None and self.result.steps >= config.max_steps:
@@ -423,6 +442,63 @@ class _Run:
         self.last_callback, self.fresh_records = now, False
         self.on_metrics(self.result)
 
+    # -- eval_mode "after": snapshots during training, scores once it has stopped --------------
+
+    def maybe_snapshot(self) -> None:
+        """Save a snapshot when this session's time passes the next multiple of eval_interval_s."""
+        session_s = time.monotonic() - self.start
+        if self.scores_after and session_s >= self.config.eval_interval_s * (
+            len(self.snapshots) + 1
+        ):
+            self.save_snapshot()
+
+    def save_snapshot(self) -> None:
+        steps = self.step_counter.value
+        path = self.snapshots_dir / f"snapshot-{steps:010d}.pt"
+        save_checkpoint(
+            path, self.shared_model, self.config, steps=steps, elapsed_s=round(self.elapsed(), 3)
+        )
+        self.snapshots.append(path)
+
+    def score_snapshots(self) -> None:
+        """Score this session's snapshots (and the final weights) now that the workers are idle.
+        Ctrl-C (or on_metrics raising KeyboardInterrupt) stops the scoring; what is scored stays."""
+        if not self.snapshots or self.step_counter.value != _snapshot_steps(self.snapshots[-1]):
+            self.save_snapshot()  # the network training ended with
+        rounds_before = len(self.result.evaluations())
+        bar = tqdm(total=len(self.snapshots), unit="snapshot", disable=not self.progress)
+        bar.set_description("scoring snapshots")
+        try:
+            for record in score_snapshots(self.config, self.snapshots, rounds_before):
+                self.result.history.append(record)
+                self.metrics_file.write(json.dumps(record) + "\n")
+                self.fresh_records = True
+                bar.update(1)
+                self.maybe_call_back()
+        except KeyboardInterrupt:
+            self.result.stop_reason = "interrupted"
+        finally:
+            bar.close()
+        self.save_best_snapshot(self.result.evaluations()[rounds_before:])
+
+    def save_best_snapshot(self, records: list[dict[str, Any]]) -> None:
+        """best.pt: the snapshot with the best mean, if it beats the run's best so far."""
+        if not records:
+            return
+        best = max(records, key=lambda r: r["mean"])  # the earliest of equal means
+        previous = best_eval_mean(self.best_path)
+        if previous is not None and best["mean"] <= previous:
+            return
+        model = model_from_checkpoint(load_checkpoint(self.snapshots_dir / best["snapshot"]))
+        save_checkpoint(
+            self.best_path,
+            model,
+            self.config,
+            steps=best["steps"],
+            eval_mean=best["mean"],
+            eval_scores=list(best["scores"]),
+        )
+
     # -- stopping ----------------------------------------------------------------------------
 
     def stop_children(self) -> None:
@@ -443,6 +519,7 @@ class _Run:
                     child.join(2.0)
             self.safe_receive(0.0)
             self.queue.close()
+        self.training_s = self.elapsed()
 
     def safe_receive(self, timeout: float) -> None:
         try:
@@ -451,7 +528,10 @@ class _Run:
             pass
 
     def elapsed(self) -> float:
-        """Seconds of training, this session's and the earlier sessions' of a resumed run."""
+        """Seconds of training, this session's and the earlier sessions' of a resumed run (frozen
+        once the workers have stopped: scoring snapshots afterwards is not training)."""
+        if self.training_s is not None:
+            return self.training_s
         return self.elapsed_offset + time.monotonic() - self.start
 
     def finish(self) -> None:
@@ -462,7 +542,12 @@ class _Run:
         if self.best_path.is_file():
             self.result.best_checkpoint = self.best_path
         self.metrics_file.close()
+        self.close_bar()
+
+    def close_bar(self) -> None:
+        """Show the final count and close the progress bar (closing twice does nothing)."""
         if self.bar is not None:
+            self.result.steps = self.step_counter.value
             self.show_progress()
             self.bar.close()
 
@@ -479,6 +564,11 @@ class _Run:
             eval_mean=None if last is None else last["mean"],
         )
         _atomic_torch_save(self.optimizer.state_dict(), self.optimizer_path)
+
+
+def _snapshot_steps(path: Path) -> int:
+    """The step count in a snapshot's name (snapshot-0000123456.pt)."""
+    return int(path.stem.split("-")[1])
 
 
 def _atomic_torch_save(payload: Any, path: Path) -> None:

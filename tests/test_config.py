@@ -47,6 +47,11 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
         ({"sticky_actions": 1.5}, r"sticky_actions must be a probability in \[0, 1\], got 1.5"),
         ({"hidden_size": 0}, "hidden_size must be an integer >= 1, or None, got 0"),
         ({"start_method": "thread"}, "start_method must be one of 'fork', "),
+        ({"eval_mode": "never"}, "eval_mode must be one of 'live', 'after', got 'never'"),
+        (
+            {"eval_mode": "after", "target_score": 18},
+            "target_score must be None with eval_mode 'after', got 18.0: its evaluations come only",
+        ),
     ],
 )
 def test_invalid_values_name_the_field_the_value_and_what_is_allowed(changes, message):

@@ -248,21 +248,26 @@ def test_profile_script_layers():
     assert "| body 1, Linear: 4 -> 64 |" in done.stdout and "| **all** |" in done.stdout
 
 
-def test_time_to_score_script_tiny_run(tmp_path):
+@pytest.mark.parametrize("mode", ["after", "live"])
+def test_time_to_score_script_tiny_run(tmp_path, mode):
     out = tmp_path / "tts"
     done = run_script(
         "time_to_score.py", "--game", "CartPole-v1", "--workers", "1", "--target-score", "5",
         "--eval-episodes", "2", "--eval-interval-s", "0.3", "--max-minutes", "0.05",
-        "--seeds", "0,1", "--out", str(out), "--quiet",
+        "--seeds", "0,1", "--out", str(out), "--quiet", *(["--eval-mode", mode] * (mode == "live")),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["seeds"] == [0, 1] and summary["target_score"] == 5.0
-    assert summary["config"]["workers"] == 1
+    assert summary["config"]["workers"] == 1 and summary["config"]["eval_mode"] == mode
     for run in summary["runs"]:
         assert Path(run["learning_curve"]).is_file()
         if run["met"]:  # a random CartPole policy scores about 20: met at an early evaluation
             assert run["eval_mean"] >= 5 and run["frames"] == run["steps"] > 0
+        # live: training stops at the first evaluation that meets the target; after: it runs for
+        # its 3 s and the snapshots are scored afterwards, the first one met within them.
+        assert run["stop_reason"] == ("target_score" if mode == "live" else "max_minutes")
+        assert 0 < run["wall_s"] <= run["total_wall_s"] <= 3.5
     assert summary["met"] == "2/2"
     assert summary["steps"]["n"] == 2
     # The same runs, read back from their folders: the same first-met points, without training.

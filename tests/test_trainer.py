@@ -131,6 +131,59 @@ def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
 
 
 @pytest.mark.timeout(180)
+def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
+    config = TrainConfig(
+        **dict(CARTPOLE, eval_episodes=2, eval_interval_s=0.5, eval_mode="after"),
+        max_steps=12_000,
+        out_dir=str(tmp_path),
+    )
+    stale = tmp_path / "snapshots" / "snapshot-0000000001.pt"
+    stale.parent.mkdir()
+    stale.write_bytes(b"an earlier run's snapshot")
+    pids = []
+    result = train(config, on_metrics=lambda r: pids.extend(child_pids()), progress=False)
+    assert result.stop_reason == "max_steps"
+    assert len(set(pids)) == 2  # the workers only: no evaluator process beside them
+    assert not stale.exists()
+    evaluations = result.evaluations()
+    snapshots = sorted((tmp_path / "snapshots").glob("*.pt"))
+    assert [r["snapshot"] for r in evaluations] == [path.name for path in snapshots]
+    assert len(evaluations) >= 2
+    # Each record is its snapshot's: the steps and training time at which it was taken, in order,
+    # the last one being the network training ended with, none after training stopped.
+    steps = [r["steps"] for r in evaluations]
+    times = [r["elapsed_s"] for r in evaluations]
+    assert steps == sorted(steps) and times == sorted(times)
+    assert steps[-1] == result.steps and times[-1] == pytest.approx(result.elapsed_s, abs=0.01)
+    for record, path in zip(evaluations, snapshots, strict=True):
+        snapshot = load_checkpoint(path, expect_game="CartPole-v1")
+        assert snapshot.metadata["steps"] == record["steps"]
+        assert snapshot.metadata["elapsed_s"] == record["elapsed_s"]
+    final = load_checkpoint(snapshots[-1])
+    last = load_checkpoint(result.checkpoint)
+    assert all(torch.equal(final.model_state[k], v) for k, v in last.model_state.items())
+    # A record's scores are its snapshot's: replaying the round's seeds gives the same scores, and
+    # best.pt holds the snapshot with the best mean.
+    best_round = max(range(len(evaluations)), key=lambda k: evaluations[k]["mean"])
+    best_record = evaluations[best_round]
+    replay = evaluate(
+        snapshots[best_round],
+        episodes=2,
+        max_steps_per_episode=config.eval_max_episode_steps,
+        seed=config.seed + 1_000_000 + best_round * 2,
+    )
+    assert replay.scores == best_record["scores"]
+    best = load_checkpoint(result.best_checkpoint)
+    assert best.metadata["eval_mean"] == best_record["mean"]
+    assert best.metadata["steps"] == best_record["steps"]
+    snapshot = load_checkpoint(snapshots[best_round]).model_state
+    assert all(torch.equal(snapshot[k], v) for k, v in best.model_state.items())
+    lines = result.metrics_path.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == result.history
+    assert_no_children_left(pids)
+
+
+@pytest.mark.timeout(180)
 def test_spawn_start_method(tmp_path):
     config = TrainConfig(
         **dict(CARTPOLE, eval_episodes=1, eval_interval_s=0.3),
