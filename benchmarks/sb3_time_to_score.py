@@ -15,8 +15,8 @@ course's two workers use one each).
 Evaluation follows the course's protocol: every --eval-interval-s seconds, the greedy policy
 (deterministic=True) plays --eval-episodes whole games (no life-loss ends, raw scores) that start
 with up to 30 random no-ops, with --sticky-actions if given, cut after --eval-max-episode-steps
-agent steps. The course's evaluator runs beside its workers and slows them; here training pauses
-while the policy is evaluated and its clock ("wall_s") stops, which favours SB3 in the comparison.
+agent steps. Training pauses while the policy is evaluated and its clock ("wall_s") stops, as
+time_to_score.py's clock (with its default --eval-mode after) counts training alone.
 "wall_with_eval_s" counts the evaluations too. Writes <out>/seed-<S>/ (learning_curve.png,
 history.json) and <out>/summary.json in time_to_score.py's layout.
 """
