@@ -60,7 +60,7 @@ class Checkpoint:
 
     path: Path
     model_state: dict[str, torch.Tensor]
-    network: dict[str, Any]  # obs_shape (tuple), n_actions, hidden_size
+    network: dict[str, Any]  # ActorCritic.architecture (obs_shape a tuple)
     config: TrainConfig
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -69,17 +69,20 @@ class Checkpoint:
 
 
 def network_spec(model: ActorCritic) -> dict[str, Any]:
-    """What it takes to rebuild the network: observation shape, number of actions, LSTM size."""
-    return {
-        "obs_shape": list(model.obs_shape),
-        "n_actions": int(model.n_actions),
-        "hidden_size": int(model.hidden_size),
-    }
+    """What it takes to rebuild the network (model.architecture), as plain data."""
+    return dict(model.architecture, obs_shape=list(model.obs_shape))
+
+
+# Checkpoints written before the network had options hold the original course's conv body.
+LEGACY_NETWORK = {"activation": "elu", "conv_filters": 32}
 
 
 def _describe(spec: dict[str, Any]) -> str:
+    body = ""
+    if len(spec["obs_shape"]) == 3:
+        body = f"conv body of {spec['conv_filters']} filters with {spec['activation']}, "
     return (
-        f"observations {tuple(spec['obs_shape'])}, {spec['n_actions']} actions, "
+        f"observations {tuple(spec['obs_shape'])}, {spec['n_actions']} actions, {body}"
         f"LSTM size {spec['hidden_size']}"
     )
 
@@ -162,7 +165,7 @@ def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> 
         )
     try:
         config = TrainConfig.from_dict(payload["config"])
-        network = dict(payload["network"])
+        network = {**LEGACY_NETWORK, **payload["network"]}
         network["obs_shape"] = tuple(network["obs_shape"])
         checkpoint = Checkpoint(
             path, payload["model_state"], network, config, dict(payload.get("metadata", {}))
@@ -219,8 +222,7 @@ def model_from_checkpoint(
         checkpoint = load_checkpoint(checkpoint, expect_game)
     elif expect_game is not None:
         check_game(checkpoint, expect_game)
-    spec = checkpoint.network
-    model = ActorCritic(tuple(spec["obs_shape"]), spec["n_actions"], spec["hidden_size"])
+    model = ActorCritic(**checkpoint.network)
     return load_weights(model, checkpoint).eval()
 
 

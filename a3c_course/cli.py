@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from .checkpoint import CheckpointError, check_game, load_checkpoint
 from .config import EVAL_MODES, TrainConfig
+from .model import ACTIVATIONS
 from .optim import OPTIMIZERS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -49,6 +50,7 @@ CHOICES = {
     "optimizer": sorted(OPTIMIZERS),
     "start_method": multiprocessing.get_all_start_methods(),
     "eval_mode": list(EVAL_MODES),
+    "activation": sorted(ACTIVATIONS),
 }
 METAVARS = {"game": "GAME", "out_dir": "DIR"}
 NONE_MEANS = {  # what `none` means for the optional fields

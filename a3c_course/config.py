@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envs import resolve_env_id
+from .model import ACTIVATIONS
 from .optim import OPTIMIZERS
 
 # The paper's (and the original course's) worker: one environment, 20-step rollouts, lr 1e-4.
@@ -77,6 +78,10 @@ class TrainConfig:
     hidden_size: int | None = _field(
         None, "LSTM size (default: 256 for Atari frames, 64 for vector observations)"
     )
+    activation: str = _field(
+        "elu", "activation of the conv body: elu (the original course's) or relu (the paper's)"
+    )
+    conv_filters: int = _field(32, "filters of each of the conv body's four convolutions")
     seed: int = _field(0, "random seed; worker w, environment e uses seed + offset(w, e)")
     # Environments.
     max_episode_steps: int | None = _field(
@@ -135,6 +140,10 @@ class TrainConfig:
         if self.optimizer not in OPTIMIZERS:
             _fail(self, "optimizer", f"one of {', '.join(map(repr, OPTIMIZERS))}")
         _check_int(self, "hidden_size", low=1, optional=True)
+        _check_str(self, "activation")
+        if self.activation not in ACTIVATIONS:
+            _fail(self, "activation", f"one of {', '.join(map(repr, ACTIVATIONS))}")
+        _check_int(self, "conv_filters", low=1)
         _check_int(self, "seed", low=0)
         _check_int(self, "max_episode_steps", low=1, optional=True)
         _check_float(self, "sticky_actions", "a probability in [0, 1]", low=0.0, high=1.0)
@@ -171,6 +180,15 @@ class TrainConfig:
     def env_id(self) -> str:
         """The Gymnasium id of the game ("pong" -> "ALE/Pong-v5")."""
         return resolve_env_id(self.game)
+
+    @property
+    def network_options(self) -> dict[str, Any]:
+        """The network's settings, for `ActorCritic.for_env(env, **config.network_options)`."""
+        return {
+            "hidden_size": self.hidden_size,
+            "activation": self.activation,
+            "conv_filters": self.conv_filters,
+        }
 
     @property
     def total_envs(self) -> int:

@@ -212,9 +212,7 @@ def run_evaluator(
     """
     child_setup()
     try:
-        model = ActorCritic(
-            shared_model.obs_shape, shared_model.n_actions, shared_model.hidden_size
-        )
+        model = ActorCritic(**shared_model.architecture)
         round_index = 0
         while not stop_event.wait(config.eval_interval_s):
             sync_from_shared(model, shared_model)

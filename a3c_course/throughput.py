@@ -387,10 +387,10 @@ def profile_worker(
     torch.manual_seed(config.seed)
     with _one_thread():
         probe = make_env(config.game)
-        shared = ActorCritic.for_env(probe, config.hidden_size).share_memory()
+        shared = ActorCritic.for_env(probe, **config.network_options).share_memory()
         probe.close()
         optimizer = make_shared_optimizer(config.optimizer, shared.parameters(), config.lr)
-        local = ActorCritic(shared.obs_shape, shared.n_actions, shared.hidden_size)
+        local = ActorCritic(**shared.architecture)
         clock, outer = _Clock(), {"env": 0.0}
         envs = make_worker_envs(config, 0)
         for env in envs:

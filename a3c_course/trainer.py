@@ -148,7 +148,7 @@ def build_shared_model(config: TrainConfig) -> ActorCritic:
     """The network for config.game, seeded with config.seed, its weights in shared memory."""
     probe = make_env(config.game)
     torch.manual_seed(config.seed)
-    model = ActorCritic.for_env(probe, config.hidden_size)
+    model = ActorCritic.for_env(probe, **config.network_options)
     probe.close()
     return model.share_memory()
 

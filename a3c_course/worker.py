@@ -293,9 +293,7 @@ def worker_loop(
 ) -> None:
     """Rollout, update, report; until stop_event is set or the step budget is spent."""
     torch.manual_seed(config.seed + 1 + worker_id)
-    local_model = ActorCritic(
-        shared_model.obs_shape, shared_model.n_actions, shared_model.hidden_size
-    )
+    local_model = ActorCritic(**shared_model.architecture)
     runner = EnvRunner(make_worker_envs(config, worker_id), shared_model.hidden_size)
     losses = _LossAverage()
     next_report = time.monotonic() + REPORT_INTERVAL_S

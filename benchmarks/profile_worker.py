@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 def model_for(config: TrainConfig) -> ActorCritic:
     env = make_env(config.game)
     try:
-        return ActorCritic.for_env(env, config.hidden_size)
+        return ActorCritic.for_env(env, **config.network_options)
     finally:
         env.close()
 

@@ -34,7 +34,13 @@ def test_round_trip_gives_the_same_network_config_and_metadata(tmp_path, config,
     checkpoint = load_checkpoint(path)
     assert checkpoint.config == config
     assert checkpoint.metadata["steps"] == 1234 and checkpoint.metadata["score"] == 9.5
-    assert checkpoint.network == {"obs_shape": (4,), "n_actions": 2, "hidden_size": 16}
+    assert checkpoint.network == {
+        "obs_shape": (4,),
+        "n_actions": 2,
+        "hidden_size": 16,
+        "activation": model.activation,
+        "conv_filters": model.conv_filters,
+    }
     restored = model_from_checkpoint(path, expect_game="CartPole-v1")
     assert not restored.training
     obs, state = torch.randn(3, 4), model.initial_state(3)
@@ -124,6 +130,37 @@ def test_a_checkpoint_for_another_network_is_refused(tmp_path, config, model):
         match="LSTM size 16; this model has observations \\(4,\\), 2 actions, LSTM size 32",
     ):
         load_weights(other, checkpoint)
+
+
+@pytest.mark.parametrize("activation, filters", [("relu", 8), ("elu", 16)])
+def test_the_conv_body_is_rebuilt_as_it_was_saved(tmp_path, activation, filters):
+    torch.manual_seed(0)
+    model = ActorCritic((1, 42, 42), 6, 16, activation=activation, conv_filters=filters)
+    path = save_checkpoint(tmp_path / "model.pt", model, TrainConfig(game="pong"))
+    restored = model_from_checkpoint(path)
+    assert (restored.activation, restored.conv_filters) == (activation, filters)
+    frames = torch.randn(5, 1, 42, 42)
+    torch.testing.assert_close(restored(frames).logits, model(frames).logits, rtol=0, atol=0)
+    # The other activation fits the same weights but is another network: refused, not loaded.
+    other = ActorCritic((1, 42, 42), 6, 16, activation={"relu": "elu", "elu": "relu"}[activation],
+                        conv_filters=filters)  # fmt: skip
+    with pytest.raises(CheckpointError, match=f"conv body of {filters} filters with {activation}"):
+        load_weights(other, load_checkpoint(path))
+
+
+def test_a_checkpoint_from_before_the_network_options_holds_the_original_body(tmp_path):
+    """Checkpoints written before activation and conv_filters were recorded (the shipped Pong
+    agent's among them) hold the original course's body: ELU and 32 filters."""
+    torch.manual_seed(0)
+    model = ActorCritic((1, 42, 42), 6, 16, activation="elu", conv_filters=32)
+    path = save_checkpoint(tmp_path / "model.pt", model, TrainConfig(game="pong"))
+    payload = torch.load(path, weights_only=True)
+    del payload["network"]["activation"], payload["network"]["conv_filters"]
+    torch.save(payload, path)
+    restored = model_from_checkpoint(path)
+    assert (restored.activation, restored.conv_filters) == ("elu", 32)
+    frames = torch.randn(5, 1, 42, 42)
+    torch.testing.assert_close(restored(frames).logits, model(frames).logits, rtol=0, atol=0)
 
 
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")

@@ -436,6 +436,32 @@ def test_bad_hidden_size_is_rejected_clearly():
         ActorCritic((4,), 2, hidden_size=0)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"activation": "tanh"}, "activation must be one of 'relu', 'elu', got 'tanh'"),
+        ({"conv_filters": 0}, "conv_filters must be a positive integer, got 0"),
+    ],
+)
+def test_bad_network_options_are_rejected_clearly(options, message):
+    with pytest.raises(ValueError, match=message):
+        ActorCritic((1, 42, 42), 6, **options)
+
+
+@pytest.mark.parametrize("activation", ["relu", "elu"])
+def test_the_conv_body_uses_the_chosen_activation_and_filters(pong_frames, activation):
+    net = ActorCritic((1, 42, 42), 6, 32, activation=activation, conv_filters=16)
+    convs = [m for m in net.body if isinstance(m, torch.nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [16] * 4 and net.lstm.input_size == 16 * 3 * 3
+    reference = {"relu": torch.relu, "elu": torch.nn.functional.elu}[activation]
+    x = standardize_frames(pong_frames[:4])
+    with torch.no_grad():
+        for conv in convs:
+            x = reference(conv(x))
+        torch.testing.assert_close(net.body(standardize_frames(pong_frames[:4])), x.flatten(1))
+    assert ActorCritic(**net.architecture).architecture == net.architecture
+
+
 def test_numpy_integers_are_accepted():
     net = ActorCritic(tuple(np.array([1, 42, 42])), np.int64(6))
     assert net.obs_shape == (1, 42, 42) and net.n_actions == 6

@@ -504,9 +504,7 @@ def hogwild_probe(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
     try:
         torch.manual_seed(config.seed + 1 + worker_id)
-        local = ActorCritic(
-            shared_model.obs_shape, shared_model.n_actions, shared_model.hidden_size
-        )
+        local = ActorCritic(**shared_model.architecture)
         runner = EnvRunner(make_worker_envs(config, worker_id), shared_model.hidden_size)
         counter = optimizer.state[next(iter(shared_model.parameters()))]["step"]  # shared
         staleness, times, steps, updates = [], [], 0, 0
