@@ -4,9 +4,12 @@
 
 For each worker count w: the raw speed of w processes stepping the preprocessed environment with
 random actions (no network), then the trainer (w workers, no evaluator) with each number of
-environments per worker. Each measurement runs --seconds of wall time and is repeated --repeats
-times (in rounds, so slow drifts of the machine's load hit every point alike); the table shows the
-median, the spread (max - min) / median, and the ratio of the trainer's median to the raw median.
+environments per worker (and each network of --networks). Each measurement runs --seconds of wall
+time and is repeated --repeats times (in rounds, so slow drifts of the machine's load hit every
+point alike); the table shows the median, the spread (max - min) / median, and the ratio of the
+trainer's median to the raw median.
+
+    .venv/bin/python benchmarks/throughput.py --workers 2, --envs 16, --networks default,original
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import datetime
 import sys
 
 from a3c_course.config import TrainConfig
+from a3c_course.model import ACTIVATIONS, ORIGINAL_NETWORK
 from a3c_course.throughput import machine_description, raw_env_speed, summarize, trainer_speed
 
 
@@ -50,6 +54,35 @@ def positive_int(text: str) -> int:
     return value
 
 
+def networks(text: str) -> dict[str, dict]:
+    """ "default,original,relu/16/128" -> each name with its TrainConfig network settings:
+    default: TrainConfig's; original: the original course's (model.ORIGINAL_NETWORK);
+    ACTIVATION/FILTERS/LSTM: those three."""
+    chosen = {}
+    for name in [part.strip() for part in text.split(",") if part.strip()]:
+        if name == "default":
+            chosen[name] = {}
+        elif name == "original":
+            chosen[name] = dict(ORIGINAL_NETWORK)
+        else:
+            try:
+                activation, filters, hidden = name.split("/")
+                chosen[name] = {"activation": activation, "conv_filters": int(filters),
+                                "hidden_size": int(hidden)}  # fmt: skip
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"a network is default, original or ACTIVATION/FILTERS/LSTM such as "
+                    f"relu/32/128, got {name!r}"
+                ) from None
+            if activation not in ACTIVATIONS:
+                raise argparse.ArgumentTypeError(
+                    f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}"
+                )
+    if not chosen:
+        raise argparse.ArgumentTypeError(f"expected at least one network, got {text!r}")
+    return chosen
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -81,7 +114,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--hidden-size", type=positive_int, default=None, help="LSTM size (default: TrainConfig's)"
     )
+    parser.add_argument(
+        "--networks", type=networks, default=networks("default"),
+        help="networks to measure side by side: default (TrainConfig's), original (the original "
+        "course's: ELU, 32 filters, LSTM 256) or ACTIVATION/FILTERS/LSTM such as relu/32/128 "
+        "(default: default)",
+    )  # fmt: skip
     return parser
+
+
+def describe(name: str, settings: dict, base: TrainConfig) -> str:
+    """ "original (elu/32/256)": a network's name with its activation, filters and LSTM size."""
+    if "/" in name:
+        return name
+    config = base.replace(**settings)
+    return f"{name} ({config.activation}/{config.conv_filters}/{config.hidden_size or 'default'})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,40 +139,43 @@ def main(argv: list[str] | None = None) -> int:
     if args.hidden_size is not None:
         base = base.replace(hidden_size=args.hidden_size)
     raw: dict[int, list[float]] = {w: [] for w in args.workers}
-    trainer: dict[tuple[int, int], list[float]] = {
-        (w, e): [] for w in args.workers for e in args.envs
-    }
-    unsteady: set[tuple[int, int]] = set()  # points where a run was too short for a steady speed
+    points = [(w, e, n) for w in args.workers for e in args.envs for n in args.networks]
+    trainer: dict[tuple[int, int, str], list[float]] = {point: [] for point in points}
+    unsteady: set[tuple] = set()  # points where a run was too short for a steady speed
     for repeat in range(args.repeats):
         for w in args.workers:
             raw[w].append(raw_env_speed(args.game, w, args.seconds).steps_per_s)
             print(f"repeat {repeat + 1}: raw, {w} process(es): {raw[w][-1]:.0f} steps/s",
                   file=sys.stderr, flush=True)  # fmt: skip
-            for e in args.envs:
-                config = base.replace(workers=w, envs_per_worker=e)
+            for point in [p for p in points if p[0] == w]:
+                _, e, name = point
+                config = base.replace(workers=w, envs_per_worker=e, **args.networks[name])
                 speed = trainer_speed(config, args.seconds)
-                trainer[w, e].append(speed.steps_per_s)
+                trainer[point].append(speed.steps_per_s)
                 if not speed.steady:
-                    unsteady.add((w, e))
-                print(f"repeat {repeat + 1}: trainer {w} x {e}: {trainer[w, e][-1]:.0f} steps/s",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                    unsteady.add(point)
+                print(f"repeat {repeat + 1}: trainer {w} x {e}, {name}: "
+                      f"{trainer[point][-1]:.0f} steps/s", file=sys.stderr, flush=True)  # fmt: skip
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"{today}; {args.game}; {args.seconds:g} s per measurement, {args.repeats} repeat(s); "
           f"rollout {base.rollout_steps} steps, LSTM {base.hidden_size or 'default'}")  # fmt: skip
     print(f"machine: {machine_description()}")
     print()
-    print("| workers | envs/worker | trainer steps/s (median) | spread | raw steps/s (median) "
-          "| spread | trainer / raw |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for w in args.workers:
-        r = summarize(raw[w])
-        for e in args.envs:
-            t = summarize(trainer[w, e])
-            mark = "*" if (w, e) in unsteady else ""
-            print(
-                f"| {w} | {e} | {t['median']:.0f}{mark} | {t['spread']:.0%} | {r['median']:.0f} "
-                f"| {r['spread']:.0%} | {t['median'] / r['median']:.0%}{mark} |"
-            )
+    several = len(args.networks) > 1
+    print(
+        "| workers | envs/worker | "
+        + ("network | " if several else "")
+        + "trainer steps/s (median) | spread | raw steps/s (median) | spread | trainer / raw |"
+    )
+    print("|---:|---:|" + ("---|" if several else "") + "---:|---:|---:|---:|---:|")
+    for w, e, name in points:
+        r, t = summarize(raw[w]), summarize(trainer[w, e, name])
+        mark = "*" if (w, e, name) in unsteady else ""
+        print(
+            f"| {w} | {e} | " + (f"{describe(name, args.networks[name], base)} | " if several else "") +
+            f"{t['median']:.0f}{mark} | {t['spread']:.0%} | {r['median']:.0f} "
+            f"| {r['spread']:.0%} | {t['median'] / r['median']:.0%}{mark} |"
+        )  # fmt: skip
     if unsteady:
         print()
         print(

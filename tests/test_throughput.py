@@ -230,6 +230,23 @@ def test_throughput_script_tiny_run():
         assert "too short for a steady speed" in done.stdout
 
 
+def test_throughput_script_compares_networks_side_by_side():
+    done = run_script(
+        "throughput.py", "--workers", "1,", "--envs", "2,", "--seconds", "3", "--repeats", "1",
+        "--networks", "default,original,relu/8/16",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 1 | 2 |")]
+    default = TrainConfig()
+    assert [row.split("|")[3].strip() for row in rows] == [
+        f"default ({default.activation}/{default.conv_filters}/{default.hidden_size or 'default'})",
+        "original (elu/32/256)",
+        "relu/8/16",
+    ]
+    bad = run_script("throughput.py", "--networks", "relu/32")
+    assert bad.returncode == 2 and "ACTIVATION/FILTERS/LSTM" in bad.stderr
+
+
 def test_profile_script_tiny_run():
     done = run_script(
         "profile_worker.py", "--game", "CartPole-v1", "--envs", "1,2", "--seconds", "0.3"
