@@ -31,7 +31,7 @@ import torch
 
 from .config import TrainConfig
 from .envs import resolve_env_id
-from .model import ActorCritic
+from .model import ORIGINAL_NETWORK, ActorCritic
 
 FORMAT = "a3c-course-checkpoint"
 VERSION = 1
@@ -74,7 +74,7 @@ def network_spec(model: ActorCritic) -> dict[str, Any]:
 
 
 # Checkpoints written before the network had options hold the original course's conv body.
-LEGACY_NETWORK = {"activation": "elu", "conv_filters": 32}
+LEGACY_NETWORK = {key: ORIGINAL_NETWORK[key] for key in ("activation", "conv_filters")}
 
 
 def _describe(spec: dict[str, Any]) -> str:

@@ -29,13 +29,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envs import resolve_env_id
-from .model import ACTIVATIONS
+from .envs import is_atari, resolve_env_id
+from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_NETWORK
 from .optim import OPTIMIZERS
 
 # The paper's (and the original course's) worker: one environment, 20-step rollouts, lr 1e-4.
-# TrainConfig(game="pong", **PAPER_WORKER) trains exactly as the original did, with its faults fixed.
 PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
+# The original course: the paper's worker and the original network (32 filters, ELU, LSTM 256).
+# TrainConfig(game="pong", **ORIGINAL_COURSE) trains exactly as the original did, its faults fixed.
+ORIGINAL_COURSE = {**PAPER_WORKER, **ORIGINAL_NETWORK}
 
 EVAL_MODES = ("live", "after")
 
@@ -76,12 +78,16 @@ class TrainConfig:
     )
     optimizer: str = _field("adam", "shared optimizer: adam or rmsprop")
     hidden_size: int | None = _field(
-        None, "LSTM size (default: 256 for Atari frames, 64 for vector observations)"
+        None, "LSTM size (default: 128 for Atari frames, 64 for vector observations)"
     )
     activation: str = _field(
-        "elu", "activation of the conv body: elu (the original course's) or relu (the paper's)"
+        COURSE_NETWORK["activation"],
+        "activation of the conv body: relu (the paper's) or elu (the original course's)",
     )
-    conv_filters: int = _field(32, "filters of each of the conv body's four convolutions")
+    conv_filters: int = _field(
+        COURSE_NETWORK["conv_filters"],
+        "filters of each of the conv body's four convolutions (the original course's: 32)",
+    )
     seed: int = _field(0, "random seed; worker w, environment e uses seed + offset(w, e)")
     # Environments.
     max_episode_steps: int | None = _field(
@@ -218,12 +224,28 @@ class TrainConfig:
         values = dict(values)
         if values.get("start_method") not in multiprocessing.get_all_start_methods():
             values.pop("start_method", None)
+        if "activation" not in values:
+            values.update(_original_network(values))
         return cls(**values)
 
     @classmethod
     def field_help(cls) -> dict[str, str]:
         """Each field's one-line description (used by the command line's --help)."""
         return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+
+def _original_network(values: dict[str, Any]) -> dict[str, Any]:
+    """The network settings that a config saved before the network options existed stood for: the
+    original course's conv body, and its LSTM of 256 for frames where the size was left to the
+    default (None)."""
+    network = {key: ORIGINAL_NETWORK[key] for key in ("activation", "conv_filters")}
+    try:
+        frames = is_atari(resolve_env_id(values.get("game", "pong")))
+    except (TypeError, ValueError):
+        frames = False  # an invalid game: __post_init__ says so
+    if frames and values.get("hidden_size") is None:
+        network["hidden_size"] = ORIGINAL_NETWORK["hidden_size"]
+    return network
 
 
 def _fail(config: TrainConfig, name: str, allowed: str) -> None:

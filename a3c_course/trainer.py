@@ -453,12 +453,15 @@ class _Run:
             self.save_snapshot()
 
     def save_snapshot(self) -> None:
+        """Save the shared weights as the next snapshot, and the checkpoint with them (as a live
+        evaluation does): a run that dies keeps what it had learnt."""
         steps = self.step_counter.value
         path = self.snapshots_dir / f"snapshot-{steps:010d}.pt"
         save_checkpoint(
             path, self.shared_model, self.config, steps=steps, elapsed_s=round(self.elapsed(), 3)
         )
         self.snapshots.append(path)
+        self.save()
 
     def score_snapshots(self) -> None:
         """Score this session's snapshots (and the final weights) now that the workers are idle.

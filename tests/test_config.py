@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from a3c_course.config import PAPER_WORKER, TrainConfig, default_start_method
+from a3c_course.config import ORIGINAL_COURSE, PAPER_WORKER, TrainConfig, default_start_method
 
 
 def test_defaults_keep_the_original_algorithm_and_batch_it():
@@ -15,6 +15,9 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
     assert config.optimizer == "adam" and config.eval_episodes == 10
     paper = TrainConfig(**PAPER_WORKER)
     assert (paper.envs_per_worker, paper.rollout_steps, paper.lr) == (1, 20, 1e-4)
+    original = TrainConfig(**ORIGINAL_COURSE)
+    assert (original.envs_per_worker, original.rollout_steps, original.lr) == (1, 20, 1e-4)
+    assert (original.activation, original.conv_filters, original.hidden_size) == ("elu", 32, 256)
     assert config.env_id == "ALE/Pong-v5"
     assert config.out_dir == "runs/pong"
     assert config.start_method == default_start_method()
@@ -89,6 +92,28 @@ def test_from_dict_rejects_unknown_fields_and_tolerates_a_foreign_start_method()
         TrainConfig.from_dict({"game": "pong", "learning_rate": 0.1})
     config = TrainConfig.from_dict({"game": "pong", "start_method": "a-method-from-elsewhere"})
     assert config.start_method == default_start_method()
+
+
+@pytest.mark.parametrize(
+    "saved, network",
+    [
+        ({"game": "pong"}, ("elu", 32, 256)),  # None meant 256 for frames then
+        ({"game": "pong", "hidden_size": 64}, ("elu", 32, 64)),
+        ({"game": "CartPole-v1"}, ("elu", 32, None)),  # None still means 64 for vectors
+    ],
+)
+def test_a_config_saved_before_the_network_options_keeps_the_original_network(saved, network):
+    config = TrainConfig.from_dict(saved)
+    assert (config.activation, config.conv_filters, config.hidden_size) == network
+    assert TrainConfig.from_dict(config.to_dict()) == config  # saved again, it stays the same
+
+
+def test_the_default_network_is_the_course_network():
+    assert TrainConfig().network_options == {
+        "hidden_size": None,
+        "activation": "relu",
+        "conv_filters": 16,
+    }
 
 
 def test_every_field_has_help_text():

@@ -15,6 +15,8 @@ import torch
 
 from a3c_course.envs import make_env
 from a3c_course.model import (
+    COURSE_NETWORK,
+    ORIGINAL_NETWORK,
     ActorCritic,
     greedy_action,
     reset_state_where,
@@ -48,7 +50,7 @@ def model():
     return ActorCritic((1, 42, 42), PONG_ACTIONS)
 
 
-def random_state(batch_size, hidden_size=256, seed=1):
+def random_state(batch_size, hidden_size=128, seed=1):
     generator = torch.Generator().manual_seed(seed)
     h = torch.rand(batch_size, hidden_size, generator=generator) * 2 - 1
     c = torch.randn(batch_size, hidden_size, generator=generator)
@@ -65,7 +67,7 @@ def test_output_shapes(model, pong_frames, batch_size):
     assert out.value.shape == (batch_size, 1)
     assert out.logits.shape == (batch_size, PONG_ACTIONS)
     h, c = out.state
-    assert h.shape == c.shape == (batch_size, 256)
+    assert h.shape == c.shape == (batch_size, 128)
     for tensor in (out.value, out.logits, h, c):
         assert tensor.dtype == torch.float32 and torch.isfinite(tensor).all()
 
@@ -83,18 +85,18 @@ def test_the_conv_body_halves_42_down_to_3(model, pong_frames):
         x = layer(x)
         if isinstance(layer, torch.nn.Conv2d):
             seen.append(tuple(x.shape[1:]))
-    assert seen == [(32, s, s) for s in sizes]
-    assert x.shape == (2, 32 * 3 * 3)
-    assert model.lstm.input_size == 288
+    assert seen == [(16, s, s) for s in sizes]
+    assert x.shape == (2, 16 * 3 * 3)
+    assert model.lstm.input_size == 144
 
 
 def test_initial_state_is_zero_and_h_c_are_separate_tensors(model):
     h, c = model.initial_state(3)
-    assert h.shape == c.shape == (3, 256)
+    assert h.shape == c.shape == (3, 128)
     assert not h.any() and not c.any()
     h += 1
     assert not c.any(), "h and c must not share memory"
-    assert model.initial_state().__getitem__(0).shape == (1, 256)
+    assert model.initial_state().__getitem__(0).shape == (1, 128)
 
 
 def test_no_state_means_the_zero_state(model, pong_frames):
@@ -122,12 +124,21 @@ def linear_params(n_in, n_out):
     return n_out * n_in + n_out
 
 
-def test_parameter_count_by_the_layer_formulas(model):
-    conv = conv_params(1, 32, 3) + 3 * conv_params(32, 32, 3)
-    lstm = lstm_cell_params(32 * 3 * 3, 256)
-    critic = linear_params(256, 1)
-    actor = linear_params(256, PONG_ACTIONS)
-    assert (conv, lstm, critic, actor) == (28_064, 559_104, 257, 1_542)
+@pytest.mark.parametrize(
+    "network, counts, total",
+    [
+        (COURSE_NETWORK, (7_120, 140_288, 129, 774), 148_311),
+        (ORIGINAL_NETWORK, (28_064, 559_104, 257, 1_542), 588_967),
+    ],
+)
+def test_parameter_count_by_the_layer_formulas(network, counts, total):
+    model = ActorCritic((1, 42, 42), PONG_ACTIONS, **network)
+    f, hidden = network["conv_filters"], network["hidden_size"]
+    conv = conv_params(1, f, 3) + 3 * conv_params(f, f, 3)
+    lstm = lstm_cell_params(f * 3 * 3, hidden)
+    critic = linear_params(hidden, 1)
+    actor = linear_params(hidden, PONG_ACTIONS)
+    assert (conv, lstm, critic, actor) == counts
 
     def count(module):
         return sum(p.numel() for p in module.parameters())
@@ -136,7 +147,7 @@ def test_parameter_count_by_the_layer_formulas(model):
     assert count(model.lstm) == lstm
     assert count(model.critic) == critic
     assert count(model.actor) == actor
-    assert count(model) == conv + lstm + critic + actor == 588_967
+    assert count(model) == conv + lstm + critic + actor == total
     # the LSTM holds most of the network: about 95 % of it
     assert count(model.lstm) / count(model) > 0.94
 
@@ -161,15 +172,16 @@ def test_initial_policy_is_nearly_uniform(model, pong_frames):
 
 
 def test_small_actor_init_bounds_the_logits_for_any_lstm_output(model):
-    """h = o * tanh(c) lies in (-1, 1)^256: with rows of norm 0.01 every logit stays below 0.16.
+    """h = o * tanh(c) lies in (-1, 1)^128: with rows of norm 0.01 every logit stays below 0.12.
 
     On fresh frames h is small anyway; the small init is what keeps the policy nearly uniform when
     h is large (here the extreme corners of the LSTM's range).
     """
-    corners = torch.randint(0, 2, (1000, 256), generator=torch.Generator().manual_seed(0)) * 2.0 - 1
+    hidden = model.hidden_size
+    corners = torch.randint(0, 2, (1000, hidden), generator=torch.Generator().manual_seed(0)) * 2.0 - 1
     with torch.no_grad():
         logits = model.actor(corners)
-    assert logits.abs().max() <= 0.01 * math.sqrt(256) + 1e-6
+    assert logits.abs().max() <= 0.01 * math.sqrt(hidden) + 1e-6
     log_p = torch.log_softmax(logits, dim=-1)
     entropy = -(log_p.exp() * log_p).sum(-1)
     assert entropy.min() > math.log(PONG_ACTIONS) - 0.02
@@ -213,7 +225,7 @@ def test_initial_weight_statistics(model):
         assert abs(w.std().item() - bound / math.sqrt(3)) < 0.1 * bound / math.sqrt(3)
 
     # the LSTM keeps PyTorch's default uniform(-1/sqrt(hidden), 1/sqrt(hidden)) weights
-    lstm_bound = 1 / math.sqrt(256)
+    lstm_bound = 1 / math.sqrt(model.hidden_size)
     for w in (model.lstm.weight_ih, model.lstm.weight_hh):
         assert w.abs().max() <= lstm_bound and w.abs().max() > 0.99 * lstm_bound
 
@@ -407,7 +419,8 @@ def test_mlp_variant_for_cartpole():
 
 def test_for_env_picks_the_conv_body_for_frames():
     net = ActorCritic.for_env(make_env("breakout"))
-    assert net.obs_shape == (1, 42, 42) and net.n_actions == 4 and net.hidden_size == 256
+    assert net.obs_shape == (1, 42, 42) and net.n_actions == 4 and net.hidden_size == 128
+    assert (net.activation, net.conv_filters) == ("relu", 16)
     assert isinstance(net.body[0], torch.nn.Conv2d)
 
 

@@ -8,7 +8,9 @@ import torch
 
 from a3c_course import pretrained
 from a3c_course.cli import main
+from a3c_course.config import TrainConfig
 from a3c_course.evaluate import evaluate
+from a3c_course.model import COURSE_NETWORK
 from a3c_course.reference import plot_reference, reference_band, reference_runs, score_curve
 from a3c_course.video import play_episodes
 
@@ -25,6 +27,21 @@ def test_pong_is_shipped_with_a_card_that_says_how_it_was_made():
     for key in ("package_version", "torch_version", "machine", "date"):
         assert card[key]
     assert "pong: mean score" in pretrained.summary("pong")
+
+
+def test_the_card_names_the_network_the_agent_has():
+    """The shipped agent is the original course's network: its card's settings rebuild that network
+    (not the course's current defaults) and its command says so."""
+    training = pretrained.card("pong")["training"]
+    config = TrainConfig.from_dict(training["config"])
+    network = pretrained.checkpoint("pong").network
+    assert (config.activation, config.conv_filters, config.hidden_size) == (
+        network["activation"],
+        network["conv_filters"],
+        network["hidden_size"],
+    )
+    for flag in ("--activation elu", "--conv-filters 32", "--hidden-size 256"):
+        assert flag in training["command"]
 
 
 def test_shipped_checkpoint_loads_with_weights_only_loading():
@@ -79,6 +96,11 @@ def test_reference_runs_are_three_pong_seeds_with_their_commands():
     for name, records in runs.items():
         assert index[name]["command"].startswith("a3c-course train")
         assert {r["kind"] for r in records} == {"episode", "eval"}
+        # the band is the course's defaults: the same settings but the seed and the budget
+        config = TrainConfig.from_dict(index[name]["config"])
+        expected = TrainConfig(seed=config.seed, max_minutes=config.max_minutes, eval_mode="after")
+        assert config.replace(out_dir=expected.out_dir, hidden_size=None) == expected
+        assert config.hidden_size in (None, COURSE_NETWORK["hidden_size"])  # None: the default
 
 
 def test_score_curve_is_the_moving_average_of_episode_scores():

@@ -110,15 +110,15 @@ def test_profile_worker_parts_add_up(config, seconds):
 
 
 def test_network_layer_times_follow_the_shapes_through_the_network():
-    model = ActorCritic((1, 42, 42), 6, hidden_size=32)
+    model = ActorCritic((1, 42, 42), 6, hidden_size=32, conv_filters=8)
     weights = [p.detach().clone() for p in model.parameters()]
     times = network_layer_times(model, batch=3, repeats=2)
     assert [t.name for t in times] == [
-        "body 1, Conv2d: 1 x 42 x 42 -> 32 x 21 x 21",
-        "body 2, Conv2d: 32 x 21 x 21 -> 32 x 11 x 11",
-        "body 3, Conv2d: 32 x 11 x 11 -> 32 x 6 x 6",
-        "body 4, Conv2d: 32 x 6 x 6 -> 288",  # with the closing Flatten
-        "LSTM cell: 288 -> 32",
+        "body 1, Conv2d: 1 x 42 x 42 -> 8 x 21 x 21",
+        "body 2, Conv2d: 8 x 21 x 21 -> 8 x 11 x 11",
+        "body 3, Conv2d: 8 x 11 x 11 -> 8 x 6 x 6",
+        "body 4, Conv2d: 8 x 6 x 6 -> 72",  # with the closing Flatten
+        "LSTM cell: 72 -> 32",
         "heads: 32 -> 1 + 6",
     ]
     assert all(t.batch == 3 and t.forward_ms > 0 and t.backward_ms > 0 for t in times)
