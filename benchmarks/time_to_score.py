@@ -13,7 +13,12 @@ Writes <out>/seed-<S>/ (the run: checkpoint, metrics.jsonl, learning_curve.png) 
         runs/pong-seed2 --target-score 18
 
 reads finished runs instead (their metrics.jsonl and config.json, e.g. from `a3c-course train`) and
-reports the same numbers for each, without training.
+reports the same numbers for each, without training. With --rescore, the runs' snapshots (eval_mode
+"after") are scored again, with the evaluation settings given (--sticky-actions, --eval-episodes,
+--eval-max-episode-steps; the run's own otherwise): one training run, several evaluation protocols.
+
+    .venv/bin/python benchmarks/time_to_score.py --from-runs runs/tts/seed-0 --rescore \
+        --sticky-actions 0.25 --out runs/tts_sticky
 
 An evaluation plays the greedy policy for --eval-episodes episodes, with the run's sticky actions
 and random no-op starts, so its episodes differ. By default here (--eval-mode after) the trainer
@@ -36,9 +41,10 @@ from pathlib import Path
 
 from a3c_course.config import TrainConfig
 from a3c_course.envs import is_atari
+from a3c_course.evaluate import score_snapshots
 from a3c_course.reports import plot_learning_curve, save_figure
 from a3c_course.throughput import machine_description, summarize
-from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics, train
+from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, SNAPSHOTS_NAME, read_metrics, train
 
 FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator frames
 # Defaults that differ from TrainConfig's: the issue's target (Pong +18 over 10 evaluation episodes),
@@ -47,6 +53,8 @@ SCRIPT_DEFAULTS = {"target_score": 18.0, "eval_episodes": 10, "eval_mode": "afte
 HANDLED_HERE = {"seed", "out_dir"}  # --seeds and --out
 # A run's numbers at the first evaluation that met the target (sb3_time_to_score.py adds one).
 WHEN_MET_KEYS = ("wall_s", "wall_with_eval_s", "steps", "frames")
+# What --rescore may change: how the snapshots are evaluated, not how the run trained.
+RESCORE_FIELDS = ("sticky_actions", "eval_episodes", "eval_max_episode_steps")
 
 
 def _converter(annotation: str):
@@ -108,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN",
         help="report on these finished runs' folders instead of training",
     )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="with --from-runs: score the runs' snapshots again, with the evaluation settings "
+        "given here (--sticky-actions, --eval-episodes, --eval-max-episode-steps)",
+    )
     return parser
 
 
@@ -126,12 +140,22 @@ def run_seed(config: TrainConfig, target: float, quiet: bool) -> dict:
     )
 
 
-def read_run(folder: Path, target_score: float) -> dict:
-    """The report of a finished run's folder (metrics.jsonl, config.json), for target_score."""
+def read_run(folder: Path, target_score: float, rescore: dict | None = None, out=None) -> dict:
+    """The report of a finished run's folder (metrics.jsonl, config.json), for target_score.
+
+    rescore: evaluation settings (RESCORE_FIELDS) to score the run's snapshots again with, instead
+    of reading its evaluations; the report (and its curve) then goes to out/<the run's name>.
+    """
     config = TrainConfig.from_dict(json.loads((folder / CONFIG_NAME).read_text()))
     config = config.replace(out_dir=str(folder))
     history = read_metrics(folder / METRICS_NAME)
     training = [r for r in history if r["kind"] != "eval"] or [{"steps": 0, "elapsed_s": 0.0}]
+    if rescore is not None:
+        snapshots = sorted((folder / SNAPSHOTS_NAME).glob("*.pt"))
+        if not snapshots:
+            raise ValueError(f"{folder} has no snapshots to score (train with --eval-mode after)")
+        config = config.replace(**rescore, out_dir=str(Path(out) / folder.name))
+        history = training + list(score_snapshots(config, snapshots))
     last = max(training, key=lambda r: r["elapsed_s"])
     return report(config, target_score, history, "finished run", last["steps"], last["elapsed_s"])
 
@@ -229,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     runs = []
+    if args.rescore and not args.from_runs:
+        print("time_to_score.py: error: --rescore needs --from-runs", file=sys.stderr)
+        return 2
+    rescore = {name: values[name] for name in RESCORE_FIELDS if hasattr(args, name)}
     if args.from_runs:
         sources = [(None, folder) for folder in args.from_runs]
     else:
@@ -238,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             config = base.replace(seed=seed, out_dir=str(out / f"seed-{seed}"))
             run = run_seed(config, target, args.quiet)
         else:
-            run = read_run(folder, target)
+            try:
+                run = read_run(folder, target, rescore if args.rescore else None, out)
+            except ValueError as error:
+                print(f"time_to_score.py: error: {error}", file=sys.stderr)
+                return 2
             seed = run["seed"]
         runs.append(run)
         when = (

@@ -30,6 +30,7 @@ from a3c_course.throughput import (
     timed_update_shared,
     trainer_speed,
 )
+from a3c_course.trainer import read_metrics
 from a3c_course.worker import update_shared
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -303,6 +304,47 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
     assert [run["config"]["lr"] for run in reread["runs"]] == [summary["config"]["lr"], 1e-3]
     for first, second in zip(summary["runs"], reread["runs"], strict=True):
         assert (second["steps"], second["eval_mean"]) == (first["steps"], first["eval_mean"])
+
+
+def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_path):
+    out = tmp_path / "tts"
+    done = run_script(
+        "time_to_score.py", "--game", "CartPole-v1", "--workers", "1", "--target-score", "50",
+        "--eval-episodes", "2", "--eval-interval-s", "0.5", "--max-minutes", "0.04",
+        "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trained = read_metrics(out / "seed-0" / "metrics.jsonl")
+    scored = [r for r in trained if r["kind"] == "eval"]
+
+    def rescored(*options):
+        again = run_script(
+            "time_to_score.py", "--from-runs", str(out / "seed-0"), "--rescore",
+            "--target-score", "50", "--out", str(tmp_path / "again"), *options,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        folder = tmp_path / "again" / "seed-0"
+        return json.loads((tmp_path / "again" / "summary.json").read_text()), folder
+
+    # The same settings replay the same episodes: the same scores, snapshot by snapshot.
+    summary, folder = rescored()
+    run = summary["runs"][0]
+    assert run["evaluations"] == len(scored) and (folder / "learning_curve.png").is_file()
+    assert run["best_eval_mean"] == max(r["mean"] for r in scored)
+    # Other settings: here 3 episodes per snapshot instead of 2.
+    summary, _ = rescored("--eval-episodes", "3")
+    assert summary["config"]["eval_episodes"] == 3
+    assert summary["runs"][0]["evaluations"] == len(scored)
+    # Only what was given changes; a live run has no snapshots to score.
+    assert summary["config"]["lr"] == json.loads((out / "seed-0" / "config.json").read_text())["lr"]
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "config.json").write_text((out / "seed-0" / "config.json").read_text())
+    (live / "metrics.jsonl").write_text("")
+    refused = run_script("time_to_score.py", "--from-runs", str(live), "--rescore")
+    assert refused.returncode == 2 and "has no snapshots to score" in refused.stderr
+    alone = run_script("time_to_score.py", "--rescore")
+    assert alone.returncode == 2 and "--rescore needs --from-runs" in alone.stderr
 
 
 def test_time_to_score_rejects_a_bad_setting():
