@@ -19,7 +19,8 @@ import datetime
 import sys
 
 from a3c_course.config import TrainConfig
-from a3c_course.model import ACTIVATIONS, ORIGINAL_NETWORK
+from a3c_course.envs import is_atari
+from a3c_course.model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_NETWORK, VECTOR_HIDDEN_SIZE
 from a3c_course.throughput import machine_description, raw_env_speed, summarize, trainer_speed
 
 
@@ -128,7 +129,10 @@ def describe(name: str, settings: dict, base: TrainConfig) -> str:
     if "/" in name:
         return name
     config = base.replace(**settings)
-    return f"{name} ({config.activation}/{config.conv_filters}/{config.hidden_size or 'default'})"
+    hidden = config.hidden_size
+    if hidden is None:  # the network's own default for the game's observations
+        hidden = COURSE_NETWORK["hidden_size"] if is_atari(config.env_id) else VECTOR_HIDDEN_SIZE
+    return f"{name} ({config.activation}/{config.conv_filters}/{hidden})"
 
 
 def main(argv: list[str] | None = None) -> int:

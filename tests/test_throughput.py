@@ -238,9 +238,8 @@ def test_throughput_script_compares_networks_side_by_side():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 1 | 2 |")]
-    default = TrainConfig()
     assert [row.split("|")[3].strip() for row in rows] == [
-        f"default ({default.activation}/{default.conv_filters}/{default.hidden_size or 'default'})",
+        "default (relu/16/128)",
         "original (elu/32/256)",
         "relu/8/16",
     ]

@@ -141,7 +141,12 @@ def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
     stale.parent.mkdir()
     stale.write_bytes(b"an earlier run's snapshot")
     pids = []
-    result = train(config, on_metrics=lambda r: pids.extend(child_pids()), progress=False)
+
+    def while_training(run):
+        if run.stop_reason is None:  # once it is set, the scoring pool's processes are expected
+            pids.extend(child_pids())
+
+    result = train(config, on_metrics=while_training, progress=False)
     assert result.stop_reason == "max_steps"
     assert len(set(pids)) == 2  # the workers only: no evaluator process beside them
     assert not stale.exists()
