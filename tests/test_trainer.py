@@ -133,8 +133,8 @@ def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
 @pytest.mark.timeout(180)
 def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
     config = TrainConfig(
-        **dict(CARTPOLE, eval_episodes=2, eval_interval_s=0.5, eval_mode="after"),
-        max_steps=12_000,
+        **dict(CARTPOLE, eval_episodes=2, eval_interval_s=2.0, eval_mode="after"),
+        max_minutes=0.1,  # a time budget: snapshots at 2 s and 4 s, and the final one at 6 s
         out_dir=str(tmp_path),
     )
     stale = tmp_path / "snapshots" / "snapshot-0000000001.pt"
@@ -147,7 +147,7 @@ def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
             pids.extend(child_pids())
 
     result = train(config, on_metrics=while_training, progress=False)
-    assert result.stop_reason == "max_steps"
+    assert result.stop_reason == "max_minutes"
     assert len(set(pids)) == 2  # the workers only: no evaluator process beside them
     assert not stale.exists()
     evaluations = result.evaluations()
