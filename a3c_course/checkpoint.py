@@ -31,7 +31,7 @@ import torch
 
 from .config import TrainConfig
 from .envs import resolve_env_id
-from .model import ORIGINAL_NETWORK, ActorCritic
+from .model import ORIGINAL_CONV_BODY, ActorCritic
 
 FORMAT = "a3c-course-checkpoint"
 VERSION = 1
@@ -74,7 +74,7 @@ def network_spec(model: ActorCritic) -> dict[str, Any]:
 
 
 # Checkpoints written before the network had options hold the original course's conv body.
-LEGACY_NETWORK = {key: ORIGINAL_NETWORK[key] for key in ("activation", "conv_filters")}
+LEGACY_NETWORK = ORIGINAL_CONV_BODY
 
 
 def _describe(spec: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envs import is_atari, resolve_env_id
-from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_NETWORK
+from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_CONV_BODY, ORIGINAL_NETWORK
 from .optim import OPTIMIZERS
 
 # The paper's (and the original course's) worker: one environment, 20-step rollouts, lr 1e-4.
@@ -239,7 +239,7 @@ def _original_network(values: dict[str, Any]) -> dict[str, Any]:
     """The network settings that a config saved before the network options existed stood for: the
     original course's conv body, and its LSTM of 256 for frames where the size was left to the
     default (None)."""
-    network = {key: ORIGINAL_NETWORK[key] for key in ("activation", "conv_filters")}
+    network = dict(ORIGINAL_CONV_BODY)
     try:
         frames = is_atari(resolve_env_id(values.get("game", "pong")))
     except (TypeError, ValueError):

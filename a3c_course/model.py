@@ -46,6 +46,13 @@ ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU}
 COURSE_NETWORK = {"activation": "relu", "conv_filters": 16, "hidden_size": 128}
 ORIGINAL_NETWORK = {"activation": "elu", "conv_filters": 32, "hidden_size": 256}
 VECTOR_HIDDEN_SIZE = 64  # the LSTM's size for vector observations (CartPole-style tasks)
+# The original course's conv body alone: what networks saved before the options existed had.
+ORIGINAL_CONV_BODY = {key: ORIGINAL_NETWORK[key] for key in ("activation", "conv_filters")}
+
+
+def default_hidden_size(frames: bool) -> int:
+    """The LSTM's size when none is given: COURSE_NETWORK's for frames, VECTOR_HIDDEN_SIZE for vectors."""
+    return COURSE_NETWORK["hidden_size"] if frames else VECTOR_HIDDEN_SIZE
 
 
 def conv_body(
@@ -174,7 +181,7 @@ class ActorCritic(nn.Module):
     ) -> ActorCritic:
         """The network that fits an environment's observation and action spaces.
 
-        hidden_size None: COURSE_NETWORK's for frames, VECTOR_HIDDEN_SIZE for vectors.
+        hidden_size None: default_hidden_size for the observations.
         """
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise ValueError(
@@ -186,8 +193,7 @@ class ActorCritic(nn.Module):
             )
         obs_shape = env.observation_space.shape
         if hidden_size is None:
-            frames = len(obs_shape) == 3
-            hidden_size = COURSE_NETWORK["hidden_size"] if frames else VECTOR_HIDDEN_SIZE
+            hidden_size = default_hidden_size(frames=len(obs_shape) == 3)
         return cls(obs_shape, int(env.action_space.n), hidden_size, activation, conv_filters)
 
     def reset_parameters(self) -> None:

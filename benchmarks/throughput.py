@@ -20,7 +20,7 @@ import sys
 
 from a3c_course.config import TrainConfig
 from a3c_course.envs import is_atari
-from a3c_course.model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_NETWORK, VECTOR_HIDDEN_SIZE
+from a3c_course.model import ACTIVATIONS, ORIGINAL_NETWORK, default_hidden_size
 from a3c_course.throughput import machine_description, raw_env_speed, summarize, trainer_speed
 
 
@@ -131,7 +131,7 @@ def describe(name: str, settings: dict, base: TrainConfig) -> str:
     config = base.replace(**settings)
     hidden = config.hidden_size
     if hidden is None:  # the network's own default for the game's observations
-        hidden = COURSE_NETWORK["hidden_size"] if is_atari(config.env_id) else VECTOR_HIDDEN_SIZE
+        hidden = default_hidden_size(frames=is_atari(config.env_id))
     return f"{name} ({config.activation}/{config.conv_filters}/{hidden})"
 
 

@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore and not args.from_runs:
         print("time_to_score.py: error: --rescore needs --from-runs", file=sys.stderr)
         return 2
-    rescore = {name: values[name] for name in RESCORE_FIELDS if hasattr(args, name)}
+    given = [name for name in RESCORE_FIELDS if hasattr(args, name)]  # options left out keep the run's
+    rescore = {name: values[name] for name in given} if args.rescore else None
     if args.from_runs:
         sources = [(None, folder) for folder in args.from_runs]
     else:
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_seed(config, target, args.quiet)
         else:
             try:
-                run = read_run(folder, target, rescore if args.rescore else None, out)
+                run = read_run(folder, target, rescore, out)
             except ValueError as error:
                 print(f"time_to_score.py: error: {error}", file=sys.stderr)
                 return 2
