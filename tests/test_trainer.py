@@ -76,14 +76,16 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     config = TrainConfig(
         game="pong",
         workers=2,
-        max_steps=400,
+        # 25 rollouts of 80 steps: 400 (5 rollouts) could all come from one worker while the
+        # other was still making its 16 environments, and that one then stopped without a rollout
+        max_steps=2_000,
         eval_interval_s=0.2,
         eval_episodes=1,
         eval_max_episode_steps=30,
         out_dir=str(tmp_path / "pong"),
     )
     result = train(config, progress=False)
-    assert result.stop_reason == "max_steps" and result.steps >= 400
+    assert result.stop_reason == "max_steps" and result.steps >= 2_000
     losses = result.losses()
     assert {r["worker"] for r in losses} == {0, 1}
     assert sum(r["rollouts"] for r in losses) * config.rollout_steps * config.envs_per_worker == result.steps
