@@ -35,7 +35,7 @@ notebooks: $(STAMP)
 test: lint $(STAMP)
 	$(BIN)/pytest --nbval
 
-# Train an agent on Pong for 20 minutes with two workers (16 environments each), then score the
+# Train an agent on Pong for 20 minutes with two workers (2 environments each), then score the
 # network's snapshots (one a minute) on both cores; the run lands in runs/pong.
 train: $(STAMP)
 	$(BIN)/a3c-course train --game pong --minutes 20 --eval-mode after --out runs/pong

@@ -9,15 +9,16 @@ the value and what is allowed, instead of deep inside a worker process minutes l
     TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
 
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
-gradient-norm clip 40, Adam) and run it faster: 16 environments per worker stepped with one batched
-forward pass, 5-step rollouts (80 samples per update), lr 4e-4, and a smaller network (ReLU, 16
-filters, LSTM 128: model.COURSE_NETWORK). Measured on Pong with 2 workers on 2 cores
-(benchmarks/README.md, 2026-12-04, three seeds, training time, snapshots scored afterwards):
-2,800 to 3,400 agent steps/s (about 60% of the emulator's own speed), a 10-game evaluation mean of 0 after
-6-12 minutes (1.2-2.1M agent steps), +18 after 12 minutes in one seed (the others reached +8.8 and
-+17.7 in 15). The original course, ORIGINAL_COURSE below (the paper's worker: one environment,
-20-step rollouts, lr 1e-4; and the original network), steps 3.6 times slower but learns about twice
-as much per agent step: +18 after 20 minutes and 1.14M steps (seed 0).
+gradient-norm clip 40, Adam, the paper's 20-step rollouts) and run it faster: 2 environments per
+worker stepped with one batched forward pass (40 samples per update), lr 2e-4 (twice the paper's,
+for twice the samples per update), and a smaller network (ReLU, 16 filters, LSTM 128:
+model.COURSE_NETWORK). Measured on Pong with 2 workers on 2 cores (benchmarks/README.md,
+2026-12-04, late; training time, snapshots scored afterwards): 2,150-2,280 agent steps/s, and a
+10-game evaluation mean of +18 after 6, 8 and 7 minutes (seeds 0, 1, 2; 0.81-1.05M agent steps).
+Side by side, 16 environments x 5 steps step faster (2,800-3,400 steps/s) but learn less per step
+(+18 after 12 minutes in one seed of three); the paper's worker (PAPER_WORKER: one environment, lr
+1e-4) steps slower and learns less per step (+18 after 13-14 minutes, 1.25-1.40M steps); and
+ORIGINAL_COURSE (the paper's worker with the original network) took 20 minutes in both its seeds.
 Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 
@@ -65,17 +66,17 @@ class TrainConfig:
     game: str = _field("pong", "game: pong, breakout, any ALE id, or CartPole-v1")
     workers: int = _field(2, "worker processes, each updating the shared model (Hogwild)")
     envs_per_worker: int = _field(
-        16, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
+        2, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
     )
     # The algorithm.
-    lr: float = _field(4e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
+    lr: float = _field(2e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
     gamma: float = _field(0.99, "discount factor, in (0, 1]")
     gae_lambda: float = _field(1.0, "GAE lambda, in [0, 1] (1: n-step advantages, 0: TD errors)")
     entropy_coef: float = _field(0.01, "weight of the entropy bonus (exploration)")
     value_coef: float = _field(0.5, "weight of the value loss in the total loss")
     max_grad_norm: float = _field(40.0, "rescale each rollout's gradient to at most this norm")
     rollout_steps: int = _field(
-        5, "steps per rollout: the n of the n-step returns (the original's: 20)"
+        20, "steps per rollout: the n of the n-step returns (the original's: 20)"
     )
     optimizer: str = _field("adam", "shared optimizer: adam or rmsprop")
     hidden_size: int | None = _field(

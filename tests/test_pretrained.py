@@ -2,12 +2,13 @@
 the reference band draws with and without a learner's run."""
 
 import json
+import shlex
 
 import pytest
 import torch
 
 from a3c_course import pretrained
-from a3c_course.cli import main
+from a3c_course.cli import build_parser, config_from_args, main
 from a3c_course.config import TrainConfig
 from a3c_course.evaluate import evaluate
 from a3c_course.model import COURSE_NETWORK
@@ -15,6 +16,12 @@ from a3c_course.reference import plot_reference, reference_band, reference_runs,
 from a3c_course.video import play_episodes
 
 RANDOM_PONG = -20.7  # a uniformly random Pong player's mean score (Mnih et al. 2015)
+
+
+def config_of_command(command: str, saved: TrainConfig) -> TrainConfig:
+    """The TrainConfig that `a3c-course train ...` builds today, on the saved run's platform."""
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    return config_from_args(args).replace(start_method=saved.start_method)
 
 
 def test_pong_is_shipped_with_a_card_that_says_how_it_was_made():
@@ -42,6 +49,14 @@ def test_the_card_names_the_network_the_agent_has():
     )
     for flag in ("--activation elu", "--conv-filters 32", "--hidden-size 256"):
         assert flag in training["command"]
+
+
+def test_the_cards_command_still_trains_with_the_cards_settings():
+    """Defaults change; the shipped command must name every setting that differs from today's."""
+    training = pretrained.card("pong")["training"]
+    saved = TrainConfig.from_dict(training["config"])
+    rebuilt = config_of_command(training["command"], saved)
+    assert rebuilt.replace(out_dir=saved.out_dir) == saved  # out_dir: where it wrote, not how
 
 
 def test_shipped_checkpoint_loads_with_weights_only_loading():
@@ -95,6 +110,10 @@ def test_reference_runs_are_three_pong_seeds_with_their_commands():
     index = json.loads((pretrained.path("pong").parent / "reference/pong/runs.json").read_text())
     for name, records in runs.items():
         assert index[name]["command"].startswith("a3c-course train")
+        saved = TrainConfig.from_dict(index[name]["config"])
+        assert config_of_command(index[name]["command"], saved).replace(
+            hidden_size=saved.hidden_size
+        ) == saved  # the command reproduces the run (hidden_size: None and 128 build one network)
         assert {r["kind"] for r in records} == {"episode", "eval"}
         # the band is the course's defaults: the same settings but the seed and the budget
         config = TrainConfig.from_dict(index[name]["config"])

@@ -76,8 +76,8 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     config = TrainConfig(
         game="pong",
         workers=2,
-        # 25 rollouts of 80 steps: 400 (5 rollouts) could all come from one worker while the
-        # other was still making its 16 environments, and that one then stopped without a rollout
+        # 50 rollouts of 40 steps: a small budget could all be spent by one worker while the
+        # other was still making its environments, and that one then stopped without a rollout
         max_steps=2_000,
         eval_interval_s=0.2,
         eval_episodes=1,
