@@ -5,16 +5,17 @@ and the checkpoints all read it. An invalid value fails at once, with a message 
 the value and what is allowed, instead of deep inside a worker process minutes later.
 
     config = TrainConfig(game="pong", workers=2, max_minutes=10)
-    faster = config.replace(lr=3e-4)          # a validated copy (the config is frozen)
+    faster = config.replace(lr=5e-4)          # a validated copy (the config is frozen)
     TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
 
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
 gradient-norm clip 40, Adam, the paper's 20-step rollouts) and run it faster: 2 environments per
-worker stepped with one batched forward pass (40 samples per update), lr 2e-4 (twice the paper's,
-for twice the samples per update), and a smaller network (ReLU, 16 filters, LSTM 128:
-model.COURSE_NETWORK). Measured on Pong with 2 workers on 2 cores (benchmarks/README.md,
-2026-12-04, late; training time, snapshots scored afterwards): 2,150-2,280 agent steps/s, and a
-10-game evaluation mean of +18 after 6, 8 and 7 minutes (seeds 0, 1, 2; 0.81-1.05M agent steps).
+worker stepped with one batched forward pass (40 samples per update), lr 3e-4 (the paper's 1e-4 was
+for 20-sample updates; 2e-4 and 3e-4 were measured, 3e-4 got there sooner), and a smaller network
+(ReLU, 16 filters, LSTM 128: model.COURSE_NETWORK). Measured on Pong with 2 workers on 2 cores
+(benchmarks/README.md, 2026-12-05; training time, snapshots scored afterwards): about 2,200 agent
+steps/s, and a 10-game evaluation mean of +18 after 5, 5 and 4 minutes (seeds 0, 1, 2; 0.55-0.72M
+agent steps); with lr 2e-4, after 6, 8 and 7 minutes.
 Side by side, 16 environments x 5 steps step faster (2,800-3,400 steps/s) but learn less per step
 (+18 after 12 minutes in one seed of three); the paper's worker (PAPER_WORKER: one environment, lr
 1e-4) steps slower and learns less per step (+18 after 13-14 minutes, 1.25-1.40M steps); and
@@ -69,7 +70,7 @@ class TrainConfig:
         2, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
     )
     # The algorithm.
-    lr: float = _field(2e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
+    lr: float = _field(3e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
     gamma: float = _field(0.99, "discount factor, in (0, 1]")
     gae_lambda: float = _field(1.0, "GAE lambda, in [0, 1] (1: n-step advantages, 0: TD errors)")
     entropy_coef: float = _field(0.01, "weight of the entropy bonus (exploration)")

@@ -23,17 +23,17 @@ from a3c_course.widgets import (
 def test_the_panel_builds_the_config_its_controls_show():
     panel = HyperparameterPanel(TrainConfig(game="pong", optimizer="rmsprop", seed=7))
     config = panel.set(
-        game="breakout", lr=3e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
-        envs_per_worker=2, rollout_steps=10, max_minutes=5, max_steps=20_000,
+        game="breakout", lr=5e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
+        envs_per_worker=4, rollout_steps=10, max_minutes=5, max_steps=20_000,
     )  # fmt: skip
     assert config == TrainConfig(
-        game="breakout", lr=3e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
-        envs_per_worker=2, rollout_steps=10, max_minutes=5.0, max_steps=20_000,
+        game="breakout", lr=5e-4, gamma=0.95, gae_lambda=0.9, entropy_coef=0.02, workers=3,
+        envs_per_worker=4, rollout_steps=10, max_minutes=5.0, max_steps=20_000,
         optimizer="rmsprop", seed=7,  # what the panel does not show comes from the base config
     )  # fmt: skip
-    assert config.lr == pytest.approx(3e-4)
+    assert config.lr == pytest.approx(5e-4)
     assert panel.config is config and panel.error is None
-    assert "ALE/Breakout-v5: 3 workers x 2 envs" in panel.message.value
+    assert "ALE/Breakout-v5: 3 workers x 4 envs" in panel.message.value
     assert "5 min or 20,000 steps" in panel.message.value
 
 
