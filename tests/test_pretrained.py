@@ -110,13 +110,12 @@ def test_reference_runs_are_three_pong_seeds_with_their_commands():
     index = json.loads((pretrained.path("pong").parent / "reference/pong/runs.json").read_text())
     for name, records in runs.items():
         assert index[name]["command"].startswith("a3c-course train")
-        saved = TrainConfig.from_dict(index[name]["config"])
-        assert config_of_command(index[name]["command"], saved).replace(
-            hidden_size=saved.hidden_size
-        ) == saved  # the command reproduces the run (hidden_size: None and 128 build one network)
+        config = TrainConfig.from_dict(index[name]["config"])
+        assert config_of_command(index[name]["command"], config).replace(
+            hidden_size=config.hidden_size
+        ) == config  # the command reproduces the run (hidden_size: None and 128 build one network)
         assert {r["kind"] for r in records} == {"episode", "eval"}
         # the band is the course's defaults: the same settings but the seed and the budget
-        config = TrainConfig.from_dict(index[name]["config"])
         expected = TrainConfig(seed=config.seed, max_minutes=config.max_minutes, eval_mode="after")
         assert config.replace(out_dir=expected.out_dir, hidden_size=None) == expected
         assert config.hidden_size in (None, COURSE_NETWORK["hidden_size"])  # None: the default
