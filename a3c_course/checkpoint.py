@@ -14,15 +14,20 @@ checkpoint where a good one was.
 
 Loading uses `torch.load(..., weights_only=True)`. A plain `torch.load` unpickles arbitrary Python
 objects, and unpickling can run any code the file's author chose; `weights_only=True` accepts only
-tensors and plain containers, and refuses everything else. Never load checkpoints from strangers
-without it.
+tensors and plain containers, and refuses everything else. Every way a file can fail to load
+(missing, empty, not a PyTorch file, damaged, holding code, not a course checkpoint, another game or
+network) gets its own CheckpointError in plain words (read_torch_file); PyTorch's own advice to retry
+with `weights_only=False` is never passed on.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
+import warnings
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ __all__ = [
     "load_checkpoint",
     "load_weights",
     "model_from_checkpoint",
+    "read_torch_file",
 ]
 
 
@@ -139,25 +145,12 @@ def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> 
     for another game.
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {path}: the file does not exist")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as error:
-        if _refused_by_weights_only(str(error)):
-            raise CheckpointError(
-                f"refused to load {path}: it holds Python objects other than tensors and plain data, "
-                "and loading them could run code. Only load checkpoints you trust, and never with "
-                "weights_only=False from an unknown source."
-            ) from error
-        raise CheckpointError(f"{path} is not a readable checkpoint (corrupt?): {error}") from error
-    except Exception as error:
-        raise CheckpointError(
-            f"{path} is not a readable checkpoint (corrupt or truncated?): "
-            f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-        ) from error
+    payload = read_torch_file(path, "checkpoint")
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is a PyTorch file but not an a3c-course checkpoint")
+        raise CheckpointError(
+            f"{path} is a PyTorch file but not an a3c-course checkpoint (one is written by training "
+            "or save_checkpoint; a bare state dict has no game, network or settings to go with it)"
+        )
     if payload.get("version") != VERSION:
         raise CheckpointError(
             f"{path} has checkpoint format version {payload.get('version')!r}; "
@@ -177,13 +170,49 @@ def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> 
     return checkpoint
 
 
-def _refused_by_weights_only(message: str) -> bool:
-    """True when torch's weights-only unpickler met an object it will not build (code could run),
-    False when the bytes are simply not a valid pickle (corrupt file)."""
-    return any(
-        sign in message
-        for sign in ("Unsupported global", "Unsupported class", "unrecognized function")
-    )
+def read_torch_file(path: str | os.PathLike, what: str = "checkpoint") -> Any:
+    """torch.load(path, weights_only=True), every failure a CheckpointError in the course's words.
+
+    PyTorch's own messages for a damaged file advise loading it again with weights_only=False, which
+    for a damaged or untrusted file is the one thing not to do; they are never passed on.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no {what} at {path}: the file does not exist")
+    if path.stat().st_size == 0:
+        raise CheckpointError(
+            f"{path} is empty (0 bytes), not a {what}: a save that never finished, or the wrong file"
+        )
+    try:
+        with warnings.catch_warnings():  # torch's notes on odd pickles: our error says it all
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        unsafe = re.search(r"(?:GLOBAL|Unsupported class) ([\w.]+)", str(error))
+        if unsafe:
+            raise CheckpointError(
+                f"refused to load {path}: besides tensors and plain data it holds a Python object "
+                f"({unsafe.group(1)}), and building it could run code chosen by the file's author. "
+                f"A {what} written by the course holds none: this file was made elsewhere, or "
+                "tampered with; it is not loaded"
+            ) from None
+        raise CheckpointError(_unreadable(path, what)) from None
+    except Exception:
+        raise CheckpointError(_unreadable(path, what)) from None
+
+
+def _unreadable(path: Path, what: str) -> str:
+    """Why a file that torch.load refused is not a readable checkpoint, judged from its bytes."""
+    if not zipfile.is_zipfile(path):
+        return (
+            f"{path} is not a readable {what}: it is not the zip archive that torch.save writes "
+            "(damaged, cut short, or another kind of file)"
+        )
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    if not any(name.endswith("data.pkl") for name in names):
+        return f"{path} is a zip archive but not a file written by torch.save: not a {what}"
+    return f"{path} is a PyTorch file whose contents are damaged: not a readable {what}"
 
 
 def check_game(checkpoint: Checkpoint, game: str) -> None:
@@ -205,13 +234,30 @@ def load_weights(model: ActorCritic, checkpoint: Checkpoint) -> ActorCritic:
             f"checkpoint {checkpoint.path} holds a network for {_describe(theirs)}; "
             f"this model has {_describe(mine)}"
         )
-    try:
-        model.load_state_dict(checkpoint.model_state)
-    except RuntimeError as error:
+    misfits = _state_misfits(checkpoint.model_state, model.state_dict())
+    if misfits:
         raise CheckpointError(
-            f"checkpoint {checkpoint.path} does not fit this network: {error}"
-        ) from error
+            f"checkpoint {checkpoint.path} is incomplete or damaged: its weights do not fit the "
+            f"network it describes ({'; '.join(misfits[:3])}{'; ...' if len(misfits) > 3 else ''})"
+        )
+    model.load_state_dict(checkpoint.model_state)
     return model
+
+
+def _state_misfits(saved: dict[str, Any], wanted: dict[str, torch.Tensor]) -> list[str]:
+    """What keeps the saved weights from loading into a network with the wanted ones."""
+    misfits = [f"{name} missing" for name in wanted if name not in saved]
+    misfits += [f"{name} unexpected" for name in saved if name not in wanted]
+    for name, tensor in saved.items():
+        if name not in wanted:
+            continue
+        if not isinstance(tensor, torch.Tensor):
+            misfits.append(f"{name} is not a tensor")
+        elif tensor.shape != wanted[name].shape:
+            misfits.append(
+                f"{name} has shape {tuple(tensor.shape)}, the network {tuple(wanted[name].shape)}"
+            )
+    return misfits
 
 
 def model_from_checkpoint(

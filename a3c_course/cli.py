@@ -170,6 +170,7 @@ def check_writable(folder: str) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    from .runlock import RunFolderInUse
     from .trainer import WorkerError, train  # imported here: `--help` stays fast
 
     config = resumed_config(args) if args.resume else config_from_args(args)
@@ -190,7 +191,7 @@ def run_train(args: argparse.Namespace) -> int:
     )
     try:
         result = train(config, progress=not args.quiet, resume=args.resume)
-    except (CheckpointError, ValueError) as error:  # --resume: nothing fitting to continue
+    except (CheckpointError, ValueError, RunFolderInUse) as error:  # nothing to continue, or busy
         raise UsageError(str(error)) from None
     except WorkerError as error:
         print(f"a3c-course train: {error}", file=sys.stderr)

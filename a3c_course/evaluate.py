@@ -40,7 +40,7 @@ from .checkpoint import (
 from .config import TrainConfig
 from .envs import is_atari, make_env, resolve_env_id
 from .model import ActorCritic, greedy_action, sample_action
-from .worker import child_setup, report_crash, sync_from_shared
+from .worker import StopOrOrphaned, child_setup, report_crash, sync_from_shared
 
 DEFAULT_MAX_STEPS_PER_EPISODE = 10_000
 
@@ -211,6 +211,7 @@ def run_evaluator(
     by the time an evaluation ends).
     """
     child_setup()
+    stop_event = StopOrOrphaned(stop_event)
     try:
         model = ActorCritic(**shared_model.architecture)
         round_index = 0

@@ -24,7 +24,8 @@ What happens:
    fails.
 5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
    time), save the checkpoint. A child that failed sends its traceback, and train() raises
-   WorkerError carrying it. No child process outlives train().
+   WorkerError carrying it. No child process outlives train(), and a child whose parent was killed
+   outright (SIGKILL) stops at its next rollout (worker.StopOrOrphaned).
 
 With eval_mode "after" no evaluator runs beside the workers: every eval_interval_s the parent saves
 a snapshot of the shared weights in <out_dir>/snapshots/ (and one more when training stops), and
@@ -66,6 +67,7 @@ from .checkpoint import (
     load_checkpoint,
     load_weights,
     model_from_checkpoint,
+    read_torch_file,
     save_checkpoint,
 )
 from .config import TrainConfig
@@ -73,6 +75,7 @@ from .envs import make_env
 from .evaluate import run_evaluator, score_snapshots
 from .model import ActorCritic
 from .optim import make_shared_optimizer
+from .runlock import hold_run_folder
 from .worker import run_worker
 
 METRICS_NAME = "metrics.jsonl"
@@ -192,12 +195,7 @@ def load_resume_point(config: TrainConfig) -> ResumePoint:
         )
     optimizer_state = None
     if (out_dir / OPTIMIZER_NAME).is_file():
-        try:
-            optimizer_state = torch.load(
-                out_dir / OPTIMIZER_NAME, map_location="cpu", weights_only=True
-            )
-        except Exception as error:
-            raise CheckpointError(f"{out_dir / OPTIMIZER_NAME} is not readable: {error}") from None
+        optimizer_state = read_torch_file(out_dir / OPTIMIZER_NAME, "optimizer state")
     metrics = out_dir / METRICS_NAME
     history = read_metrics(metrics) if metrics.is_file() else []
     steps = int(checkpoint.metadata.get("steps") or 0)
@@ -226,19 +224,28 @@ def train(
     resume: continue the run saved in config.out_dir (see the module's docstring); CheckpointError
         when there is nothing to continue, ValueError when max_steps is already reached.
 
+    The run holds config.out_dir (runlock.hold_run_folder) until it returns: a second run into the
+    same folder raises runlock.RunFolderInUse at once and writes nothing there.
+
     Ctrl-C (KeyboardInterrupt, also a notebook's stop button) stops training cleanly and returns the
     result with stop_reason "interrupted". A failing child raises WorkerError with its traceback;
     the checkpoint is saved first in both cases.
     """
     out_dir = Path(config.out_dir)
+    if resume and not out_dir.is_dir():
+        raise CheckpointError(f"nothing to resume in {out_dir}: the folder does not exist")
+    with hold_run_folder(out_dir):  # RunFolderInUse, before anything is read or written
+        return _train_in_held_folder(config, out_dir, on_metrics, progress, resume)
+
+
+def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> TrainResult:
     point = load_resume_point(config) if resume else None
     if point is not None and config.max_steps is not None and point.steps >= config.max_steps:
         raise ValueError(
             f"the run in {out_dir} already has {point.steps:,} steps, max_steps is "
             f"{config.max_steps:,}: raise max_steps to train on"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if point is None:  # a fresh run: an earlier run's best network and snapshots are not this run's
+    if point is None:  # a fresh run: an earlier run's best network and snapshots are not its own
         (out_dir / BEST_CHECKPOINT_NAME).unlink(missing_ok=True)
         for snapshot in (out_dir / SNAPSHOTS_NAME).glob("*.pt"):
             snapshot.unlink()

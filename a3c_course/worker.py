@@ -27,6 +27,7 @@ What changed from the original, and why:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -341,6 +342,33 @@ def child_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class StopOrOrphaned:
+    """The parent's stop event, also set once the parent process has died.
+
+    A parent killed outright (SIGKILL, out of memory) cannot set the event; without this check its
+    children would train on alone, with nobody to read their results or to stop them.
+    """
+
+    def __init__(self, stop_event):
+        self.stop_event, self.parent = stop_event, os.getppid()
+
+    def orphaned(self) -> bool:
+        return os.getppid() != self.parent
+
+    def is_set(self) -> bool:
+        return self.stop_event.is_set() or self.orphaned()
+
+    def wait(self, timeout: float) -> bool:
+        """Like Event.wait, checking on the parent every second."""
+        deadline = time.monotonic() + timeout
+        while not self.stop_event.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if self.orphaned():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return True
+
+
 def report_crash(queue, worker_id: int | str) -> None:
     """Send the current exception's traceback to the parent, then exit with status 1."""
     queue.put({"kind": "error", "worker": worker_id, "traceback": traceback.format_exc()})
@@ -361,6 +389,7 @@ def run_worker(
     """The target of a worker process (see trainer.train). On any error the traceback goes to the
     parent through the queue and the process exits with status 1."""
     child_setup()
+    stop_event = StopOrOrphaned(stop_event)
     try:
         worker_loop(worker_id, config, shared_model, optimizer, stop_event, step_counter, queue)
     except BaseException:

@@ -2,6 +2,8 @@
 
 import os
 import pickle
+import traceback
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -71,15 +73,43 @@ def test_missing_file(tmp_path):
         load_checkpoint(tmp_path / "nothing.pt")
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
-def test_corrupt_file_is_refused(tmp_path, config, model, damage):
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        ("truncate", "is not a readable checkpoint: it is not the zip archive that torch.save"),
+        ("garbage", "is not a readable checkpoint: it is not the zip archive that torch.save"),
+        ("empty", "is empty \\(0 bytes\\), not a checkpoint"),
+    ],
+)
+def test_corrupt_file_is_refused(tmp_path, config, model, damage, reason):
     path = save_checkpoint(tmp_path / "model.pt", model, config)
     data = path.read_bytes()
     path.write_bytes(
         {"truncate": data[: len(data) // 2], "garbage": os.urandom(2000), "empty": b""}[damage]
     )
-    with pytest.raises(CheckpointError, match="is not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match=reason):
         load_checkpoint(path)
+
+
+def test_a_zip_that_is_not_a_torch_file(tmp_path):
+    path = tmp_path / "archive.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes/readme.txt", "not a network")
+    with pytest.raises(CheckpointError, match="is a zip archive but not a file written by torch"):
+        load_checkpoint(path)
+
+
+def test_weights_of_another_shape_are_named(tmp_path, config, model):
+    path = tmp_path / "reshaped.pt"
+    save_checkpoint(path, model, config)
+    payload = torch.load(path, weights_only=True)
+    payload["model_state"]["actor.weight"] = torch.zeros(7, 3)
+    torch.save(payload, path)
+    with pytest.raises(
+        CheckpointError,
+        match="incomplete or damaged: .*actor.weight has shape \\(7, 3\\), the network \\(2, 16\\)",
+    ):
+        model_from_checkpoint(path)
 
 
 class RunsCode:
@@ -174,3 +204,37 @@ def test_a_plain_pickle_that_would_run_code_is_refused(tmp_path, protocol):
     with pytest.raises(CheckpointError, match="refused to load" if protocol == 2 else "evil.pt"):
         load_checkpoint(path)
     assert not marker.exists()
+
+
+def _bad_files(folder, config, model):
+    """One file for each way a checkpoint can be unusable (see read_torch_file)."""
+    good = save_checkpoint(folder / "good.pt", model, config).read_bytes()
+    files = {
+        "random bytes": os.urandom(3000),
+        "empty": b"",
+        "cut short": good[: len(good) // 3],
+        "bare pickle": pickle.dumps(RunsCode(folder / "ran"), protocol=2),
+    }
+    for name, data in files.items():
+        (folder / f"{name}.pt").write_bytes(data)
+    with zipfile.ZipFile(folder / "zip.pt", "w") as archive:
+        archive.writestr("x/y.txt", "hello")
+    payload = torch.load(folder / "good.pt", weights_only=True)
+    payload["metadata"]["surprise"] = RunsCode(folder / "ran")
+    torch.save(payload, folder / "code.pt")
+    torch.save(model.state_dict(), folder / "state dict.pt")
+    return sorted(p for p in folder.glob("*.pt") if p.name != "good.pt")
+
+
+def test_no_refusal_advises_an_unsafe_load(tmp_path, config, model):
+    """PyTorch's own messages for these files advise weights_only=False; ours never do, and name
+    the file."""
+    bad = _bad_files(tmp_path, config, model)
+    assert len(bad) == 7
+    for path in bad:
+        with pytest.raises(CheckpointError) as caught:
+            load_checkpoint(path)
+        assert str(path) in str(caught.value)
+        shown = "".join(traceback.format_exception(caught.value))  # as a notebook would show it
+        assert "weights_only" not in shown and "trusted source" not in shown, shown
+    assert not (tmp_path / "ran").exists()
