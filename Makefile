@@ -7,7 +7,7 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-.PHONY: setup lab test lint unit notebooks train student doctor clean
+.PHONY: setup lab test lint unit notebooks train student doctor clean colab-check
 
 setup: $(STAMP)
 
@@ -34,6 +34,24 @@ notebooks: $(STAMP)
 # notebooks and the trainer tests each use both cores already.
 test: lint $(STAMP)
 	$(BIN)/pytest --nbval
+
+# Colab's stack (tools/colab_stack.py: ipywidgets 7.7.1, IPython 7.34, numpy 2.0.2, matplotlib
+# 3.10.0, no JupyterLab) in .venv-colab; the course installed from git as the notebooks' setup cell
+# installs it (the committed HEAD: commit first); a check that the install kept Colab's versions;
+# then the widget tests, against the installed course, and every notebook run in fast mode.
+COLAB_VENV := .venv-colab
+colab-check:
+	rm -rf $(COLAB_VENV) && $(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/pip install --quiet --upgrade pip  # Colab's pip is recent
+	$(PYTHON) tools/colab_stack.py pins > $(COLAB_VENV)/colab-pins.txt
+	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)" -r $(COLAB_VENV)/colab-pins.txt
+	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location "a3c-course @ git+file://$(CURDIR)"
+	$(COLAB_VENV)/bin/python tools/colab_stack.py verify
+	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location -c $(COLAB_VENV)/colab-pins.txt \
+		pytest nbval pytest-timeout psutil nbformat
+	$(COLAB_VENV)/bin/python tools/colab_stack.py verify
+	$(COLAB_VENV)/bin/pytest --import-mode=importlib -p no:warnings tests/test_widgets.py tests/test_colab.py
+	$(COLAB_VENV)/bin/pytest -p no:warnings --nbval-lax notebooks
 
 # Train an agent on Pong for 20 minutes with two workers (2 environments each), then score the
 # network's snapshots (one a minute) on both cores; the run lands in runs/pong.

@@ -53,8 +53,12 @@ def _ok_html(message: str) -> str:
 class _Panel:
     widget: widgets.Widget
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _ipython_display_(self):
+        """A panel shows as its widget. display() works for ipywidgets 7 (Colab's), which has no
+        _repr_mimebundle_, and for 8 alike."""
+        from IPython.display import display
+
+        display(self.widget)
 
 
 # -- hyperparameters ------------------------------------------------------------------------------

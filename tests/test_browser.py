@@ -1,12 +1,16 @@
-"""A real browser: JupyterLab renders the hyperparameter panel, and typing a bad value shows its
-error in place. Needs Debian's chromium (/usr/bin/chromium) and the `playwright` package (its own
-browser downloads are never used); skipped with the reason when either is missing.
+"""A real browser, end to end in JupyterLab: the hyperparameter panel reacts to typing; notebook 04's
+training panel trains, redraws its live curve and stops with no process left; its gameplay panel
+plays a video; every course notebook opens with no JavaScript error. Needs Debian's chromium
+(/usr/bin/chromium) and the `playwright` package (its own browser downloads are never used); skipped
+with the reason when either is missing.
 
-The screenshot is saved under tests/artifacts/ (A3C_TEST_ARTIFACTS overrides) and its path printed.
+Screenshots are saved under tests/artifacts/ (A3C_TEST_ARTIFACTS overrides) and their paths printed.
 """
 
 import os
+import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +23,7 @@ import nbformat
 import psutil
 import pytest
 
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -56,9 +61,11 @@ def free_port() -> int:
 
 @pytest.fixture
 def jupyter_lab(tmp_path):
-    """A JupyterLab server on localhost serving tmp_path/root with panel.ipynb; shut down after."""
+    """A JupyterLab server on localhost serving tmp_path/root, with panel.ipynb and a copy of the
+    course's notebooks/; yields (base URL, token, server pid) and shuts it down after."""
     root = tmp_path / "root"
     root.mkdir()
+    shutil.copytree(NOTEBOOKS, root / "notebooks")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PANEL_CELLS])
     notebook.metadata["kernelspec"] = {
         "name": "python3",
@@ -97,7 +104,7 @@ def jupyter_lab(tmp_path):
             except OSError:
                 assert time.monotonic() < deadline, "JupyterLab did not start in 60 s"
                 time.sleep(0.5)
-        yield base, token
+        yield base, token, server.pid
     finally:
         processes = []
         try:
@@ -117,26 +124,31 @@ def jupyter_lab(tmp_path):
         psutil.wait_procs(alive, timeout=5)
 
 
+def open_notebook(page, url: str) -> None:
+    """Open a notebook in JupyterLab and wait until its kernel is up and idle."""
+    page.goto(url)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+        " && window.jupyterapp.shell.currentWidget.sessionContext"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session",
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus"
+        " === 'idle'",
+        timeout=60_000,
+    )
+
+
 def test_the_hyperparameter_panel_renders_and_reacts_in_jupyterlab(jupyter_lab):
-    base, token = jupyter_lab
+    base, token, _ = jupyter_lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot = ARTIFACTS / "browser_hyperparameter_panel.png"
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(f"{base}/lab/tree/panel.ipynb?token={token}")
-            page.wait_for_function(
-                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                " && window.jupyterapp.shell.currentWidget.sessionContext"
-                " && window.jupyterapp.shell.currentWidget.sessionContext.session",
-                timeout=60_000,
-            )
-            page.wait_for_function(  # the kernel is up and idle
-                "() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus"
-                " === 'idle'",
-                timeout=60_000,
-            )
+            open_notebook(page, f"{base}/lab/tree/panel.ipynb?token={token}")
             page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
             # The widgets render: sliders and the summary line the panel computes in the kernel.
@@ -172,3 +184,136 @@ def test_the_hyperparameter_panel_renders_and_reacts_in_jupyterlab(jupyter_lab):
             browser.close()
     print(f"screenshot: {screenshot}")
     assert screenshot.stat().st_size > 10_000
+
+
+RUN_CELLS = """async (indices) => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    for (const index of indices) {
+        notebook.activeCellIndex = index;
+        notebook.deselectAll();
+        await window.jupyterapp.commands.execute('notebook:run-cell');
+    }
+}"""
+
+
+def panel_cells(path: Path) -> list[int]:
+    """The indices of notebook 04's panel cells, after the cells that define the names they use
+    (RUNS, CARTPOLE: constants in capitals), so that they run alone, in a fresh kernel."""
+    cells = nbformat.read(path, as_version=4).cells
+    code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
+    panels = [i for i in code if "Panel(" in cells[i].source]
+    names = set(re.findall(r"\b[A-Z][A-Z_]{2,}\b", "\n".join(cells[i].source for i in panels)))
+    defining = [
+        i
+        for i in code
+        if i < panels[0] and any(re.search(rf"^{n} = ", cells[i].source, re.M) for n in names)
+    ]
+    assert len(panels) == 3 and defining, f"notebook 04's panel section changed: {panels}"
+    return defining + panels
+
+
+def kernel_children(server_pid: int) -> list[psutil.Process]:
+    """The child processes of the server's kernel (training workers, scoring pools)."""
+    kernels = [  # the server's own children: forked workers carry the kernel's command line too
+        p for p in psutil.Process(server_pid).children() if "ipykernel" in " ".join(p.cmdline())
+    ]
+    assert len(kernels) == 1, kernels
+    return kernels[0].children(recursive=True)
+
+
+def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
+    """Start a short CartPole run from the training panel, watch the live curve redraw, Stop it, and
+    find no child process of the kernel left; then play the run's checkpoint in the gameplay panel."""
+    base, token, server_pid = jupyter_lab
+    notebook = "notebooks/04_async_training.ipynb"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            open_notebook(page, f"{base}/lab/tree/{notebook}?token={token}")
+            page.evaluate(RUN_CELLS, panel_cells(NOTEBOOKS / Path(notebook).name))
+            training = page.locator(".widget-vbox", has_text="Training").last
+            start = training.locator("button", has_text="Start")
+            start.wait_for(timeout=60_000)
+            start.click()
+
+            plot = training.locator(".widget-image")
+            drawn = set()  # each redraw of the live curve is a new PNG
+            deadline = time.monotonic() + 90
+            while len(drawn) < 3 and time.monotonic() < deadline:
+                if plot.count() and plot.first.get_attribute("src"):
+                    drawn.add(plot.first.get_attribute("src"))
+                time.sleep(0.25)
+            assert len(drawn) >= 3, f"the live curve was drawn {len(drawn)} times in 90 s"
+            assert len(kernel_children(server_pid)) >= 2  # the workers train
+            page.screenshot(path=str(ARTIFACTS / "browser_training_panel.png"), full_page=True)
+
+            training.locator("button", has_text="Stop").click()
+            training.locator(".widget-html", has_text="Stopped (interrupted)").wait_for(
+                timeout=60_000
+            )
+            _, alive = psutil.wait_procs(kernel_children(server_pid), timeout=10)
+            assert alive == [], f"processes left after Stop: {alive}"
+
+            gameplay = page.locator(".widget-vbox", has_text="Watch it play").last
+            path = gameplay.locator(".widget-text", has_text="checkpoint").locator("input")
+            path.fill("runs/panel/checkpoint.pt".replace("runs", run_folder(page)))
+            path.press("Enter")
+            gameplay.locator("button", has_text="Play").click()
+            video = gameplay.locator("video")
+            video.wait_for(timeout=90_000)
+            state = video.evaluate(
+                """v => new Promise(done => {
+                    const report = () => done({duration: v.duration, error: v.error && v.error.code});
+                    if (v.readyState >= 1) report();
+                    v.addEventListener('loadedmetadata', report);
+                    v.addEventListener('error', report);
+                })"""
+            )
+            assert state["error"] is None and state["duration"] > 0, state
+            assert "score" in gameplay.locator(".widget-html", has_text="episode 1").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "browser_gameplay_panel.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def run_folder(page) -> str:
+    """The notebook's RUNS folder, as its kernel says (a fresh temporary folder per run)."""
+    text = page.locator(".widget-html", has_text="Checkpoint:").last.inner_text()
+    return re.search(r"Checkpoint: (\S+)/panel/checkpoint\.pt", text).group(1)
+
+
+def test_every_course_notebook_opens_without_a_javascript_error(jupyter_lab):
+    """A console error or an uncaught exception fails; an image from another host that this
+    offline machine cannot fetch (the Colab badge) is a network failure, listed, not an error."""
+    base, token, _ = jupyter_lab
+    errors, offline = [], []
+
+    def on_console(message):
+        if message.type != "error":
+            return
+        url = message.location.get("url", "")
+        external = url.startswith("http") and not url.startswith(base)
+        (offline if external else errors).append(f"{message.text} ({url})")
+
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.on("console", on_console)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+                open_notebook(page, f"{base}/lab/tree/notebooks/{path.name}?token={token}")
+                page.wait_for_function(
+                    "name => window.jupyterapp.shell.currentWidget.context.path.endsWith(name)"
+                    " && window.jupyterapp.shell.currentWidget.content.widgets.length > 0",
+                    arg=path.name,
+                    timeout=30_000,
+                )
+                page.wait_for_timeout(1000)  # late renderers (widgets, math) report here
+                assert errors == [], f"{path.name}: {errors}"
+            page.screenshot(path=str(ARTIFACTS / "browser_notebook_opened.png"))
+        finally:
+            browser.close()
+    print("not fetched (offline):", *sorted(set(offline)), sep="\n  ")

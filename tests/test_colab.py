@@ -34,10 +34,33 @@ def run_setup_cell(monkeypatch, in_colab: bool) -> tuple[list[str], list[str]]:
     return pip_lines, colab_calls
 
 
-def test_in_colab_installs_the_course_from_its_repository(monkeypatch):
+def test_in_colab_installs_the_course_from_its_repository(monkeypatch, capsys):
     pip_lines, colab_calls = run_setup_cell(monkeypatch, in_colab=True)
-    assert pip_lines == [f'install --quiet "a3c-course @ git+{colab.COURSE_REPOSITORY}"']
+    assert pip_lines == [
+        f'install --quiet "a3c-course @ git+{colab.COURSE_REPOSITORY}@{colab.COURSE_REF}"'
+    ]
     assert colab_calls == ["widgets"]
+    assert capsys.readouterr().out == ""  # nothing that this session loaded was replaced
+
+
+def test_no_restart_is_asked_for_when_the_loaded_packages_are_the_installed_ones():
+    import ipywidgets  # noqa: F401  (the packages a Colab session has loaded)
+    import matplotlib  # noqa: F401
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+    import traitlets  # noqa: F401
+
+    assert not colab.restart_needed()
+
+
+def test_a_loaded_package_replaced_by_pip_asks_for_a_restart_in_words(monkeypatch, capsys):
+    from importlib.metadata import version
+
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="1.0.0"))
+    assert colab.restart_needed()
+    printed = capsys.readouterr().out
+    assert f"numpy 1.0.0 -> {version('numpy')}" in printed
+    assert "Restart the session (Runtime > Restart session)" in printed
 
 
 def test_outside_colab_it_does_nothing(monkeypatch, capsys):
@@ -57,8 +80,8 @@ def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
     first_code = next(cell for cell in notebook.cells if cell.cell_type == "code")
     assert first_code.source == colab.SETUP_CELL, "run `python -m a3c_course.colab` to resync"
     assert (
-        f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/main/notebooks/{path.name}"
-        in (notebook.cells[0].source)
+        f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/{colab.COURSE_REF}/notebooks/"
+        f"{path.name}" in notebook.cells[0].source
     )
 
 
@@ -66,8 +89,8 @@ def test_readme_has_a_colab_badge_for_every_notebook():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for path in NOTEBOOKS:
         assert (
-            f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/main/notebooks/{path.name}"
-            in readme
+            f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/{colab.COURSE_REF}/"
+            f"notebooks/{path.name}" in readme
         )
 
 
@@ -82,10 +105,11 @@ def test_sync_rewrites_setup_cells_and_badges_for_a_fork(tmp_path, monkeypatch):
     nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "x.ipynb")
     (tmp_path / "README.md").write_text(f"[badge](https://{old})")
     monkeypatch.setattr(colab, "GITHUB_PATH", "me/my-fork")
+    monkeypatch.setattr(colab, "COURSE_REF", "v1.2")  # a fork that pins its release
     changed = colab.sync_setup_cells(notebooks)
     assert sorted(p.name for p in changed) == ["README.md", "x.ipynb"]
     synced = nbformat.read(notebooks / "x.ipynb", as_version=4)
-    assert "github/me/my-fork/blob/main/notebooks/x.ipynb" in synced.cells[0].source
+    assert "github/me/my-fork/blob/v1.2/notebooks/x.ipynb" in synced.cells[0].source
     assert synced.cells[1].source == colab.SETUP_CELL
-    assert "github/me/my-fork/" in (tmp_path / "README.md").read_text()
+    assert "github/me/my-fork/blob/v1.2/" in (tmp_path / "README.md").read_text()
     assert colab.sync_setup_cells(notebooks) == []  # idempotent

@@ -51,3 +51,20 @@ def test_ale_and_gymnasium_come_from_pip_and_the_course_is_installed():
     assert (
         "-e ." in yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"][-1]["pip"]
     )
+
+
+def test_the_package_accepts_the_versions_colab_ships():
+    """Colab's preinstalled ipywidgets, numpy and matplotlib satisfy the package's own ranges, so its
+    setup cell upgrades none of them (`make colab-check` installs it that way and checks)."""
+    import sys
+
+    from packaging.requirements import Requirement
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from colab_stack import COLAB_STACK
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    ranges = {Requirement(spec).name: Requirement(spec).specifier for spec in project["dependencies"]}
+    shipped = {name: COLAB_STACK[name] for name in ("ipywidgets", "numpy", "matplotlib")}
+    for name, version in shipped.items():
+        assert ranges[name].contains(version), f"{name} {version} (Colab's) is outside {ranges[name]}"
