@@ -271,7 +271,8 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
     done = run_script(
         "time_to_score.py", "--game", "CartPole-v1", "--workers", "1", "--target-score", "5",
         "--eval-episodes", "2", "--eval-interval-s", "0.3", "--max-minutes", "0.05",
-        "--seeds", "0,1", "--out", str(out), "--quiet", *(["--eval-mode", mode] * (mode == "live")),
+        "--seeds", "0,1", "--out", str(out), "--quiet",
+        *(["--eval-mode", "live", "--consecutive", "1"] * (mode == "live")),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -281,8 +282,9 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
         assert Path(run["learning_curve"]).is_file()
         if run["met"]:  # a random CartPole policy scores about 20: met at an early evaluation
             assert run["eval_mean"] >= 5 and run["frames"] == run["steps"] > 0
-        # live: training stops at the first evaluation that meets the target; after: it runs for
-        # its 3 s and the snapshots are scored afterwards, the first one met within them.
+        # live (one evaluation suffices here): training stops at the first evaluation that meets
+        # the target; after: it runs for its 3 s and the snapshots are scored afterwards, the
+        # first of two in a row that meet it found among them.
         assert run["stop_reason"] == ("target_score" if mode == "live" else "max_minutes")
         assert 0 < run["wall_s"] <= run["total_wall_s"] <= 3.5
     assert summary["met"] == "2/2"
@@ -294,6 +296,7 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
     again = run_script(
         "time_to_score.py", "--from-runs", str(out / "seed-0"), str(out / "seed-1"),
         "--target-score", "5", "--out", str(tmp_path / "read"),
+        *(["--consecutive", "1"] * (mode == "live")),  # its live runs stopped at one evaluation
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     reread = json.loads((tmp_path / "read" / "summary.json").read_text())
@@ -349,3 +352,21 @@ def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_pat
 def test_time_to_score_rejects_a_bad_setting():
     done = run_script("time_to_score.py", "--game", "CartPole-v1", "--eval-episodes", "0")
     assert done.returncode == 2 and "eval-episodes" in done.stderr
+
+
+def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("tts", BENCHMARKS / "time_to_score.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    means = [-20, 19, 12, 18.5, 17, 18, 20, 21]  # a lucky 19, a pair broken, then 18, 20, 21
+    history = [{"kind": "eval", "steps": 100 * k, "mean": m} for k, m in enumerate(means)]
+    history.insert(3, {"kind": "episode", "steps": 250, "score": 21})  # not an evaluation
+    shuffled = history[::-1]  # the order of the records does not matter, their steps do
+    assert module.first_met(shuffled, 18)["steps"] == 500  # 18 at 500, then 20 at 600
+    assert module.first_met(history, 18, consecutive=1)["steps"] == 100
+    assert module.first_met(history, 18, consecutive=3)["steps"] == 500
+    assert module.first_met(history, 20.5, consecutive=2) is None
