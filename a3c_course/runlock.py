@@ -117,8 +117,8 @@ def holder_of(folder: str | os.PathLike) -> dict:
 
 
 def _write_holder(descriptor: int) -> None:
-    """Record this process as the holder. Windows locks the file's first byte, so the record
-    starts after it there; the reader skips leading blanks either way."""
+    """Record this process as the holder. (Windows' lock on the first byte is mandatory, so there
+    another process cannot read the record while it is held: its error says so, without the holder.)"""
     holder = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -127,7 +127,7 @@ def _write_holder(descriptor: int) -> None:
     }
     os.ftruncate(descriptor, 0)
     os.lseek(descriptor, 0, os.SEEK_SET)
-    os.write(descriptor, (" " + json.dumps(holder) + "\n").encode())
+    os.write(descriptor, (json.dumps(holder) + "\n").encode())
 
 
 def _describe_holder(holder: dict) -> str:
