@@ -7,7 +7,7 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-.PHONY: setup lab test lint unit notebooks train student doctor clean colab-check
+.PHONY: setup lab test lint unit notebooks train instructor doctor clean colab-check
 
 setup: $(STAMP)
 
@@ -58,9 +58,9 @@ colab-check:
 train: $(STAMP)
 	$(BIN)/a3c-course train --game pong --minutes 20 --eval-mode after --out runs/pong
 
-# The student edition of the notebooks (solutions replaced by stubs, outputs cleared) in student/.
-student: $(STAMP)
-	$(BIN)/a3c-course exercises student --out student
+# The instructor edition of the notebooks (every exercise's solution filled in) in instructor/.
+instructor: $(STAMP)
+	$(BIN)/a3c-course exercises instructor --out instructor
 
 doctor: $(STAMP)
 	$(BIN)/a3c-course doctor

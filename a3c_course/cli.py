@@ -20,7 +20,8 @@ import sys
 from collections.abc import Callable
 
 from .checkpoint import CheckpointError, check_game, load_checkpoint
-from .config import EVAL_MODES, TrainConfig
+from .config import EVAL_MODES, PRESETS, TrainConfig, preset
+from .envs import STICKY_ACTIONS
 from .model import ACTIVATIONS
 from .optim import OPTIMIZERS
 
@@ -113,6 +114,13 @@ def add_train(subparsers) -> None:
             + ("" if "default:" in help_text[field.name] else f" (default: {shown})")
             + (f"; 'none' for {NONE_MEANS[field.name]}" if field.name in NONE_MEANS else ""),
         )
+    parser.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        default=argparse.SUPPRESS,
+        help="start from a named preset's settings (a flag given beside it wins): "
+        + "; ".join(f"{name}: {_describe(values)}" for name, values in PRESETS.items()),
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--resume",
@@ -130,6 +138,10 @@ def add_train(subparsers) -> None:
     parser.set_defaults(run=run_train)
 
 
+def _describe(values: dict) -> str:
+    return ", ".join(f"{key} {value}" for key, value in values.items())
+
+
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
     """TrainConfig from the flags given; the others from base (default: TrainConfig's defaults)."""
     values = {
@@ -137,6 +149,8 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) 
         for f in dataclasses.fields(TrainConfig)
         if hasattr(args, f.name)
     }
+    if getattr(args, "preset", None) is not None:
+        values = {**preset(args.preset), **values}
     try:
         return base.replace(**values) if base is not None else TrainConfig(**values)
     except ValueError as error:
@@ -271,8 +285,9 @@ def add_evaluate(subparsers) -> None:
     parser.add_argument(
         "--sticky-actions",
         type=float,
-        default=0.0,
-        help="Atari: probability of repeating the previous action",
+        default=STICKY_ACTIONS,
+        help="Atari: probability that the emulator repeats the previous action (the field's "
+        "protocol: 0.25; 0: the deterministic game)",
     )
     parser.set_defaults(run=run_evaluate)
 
@@ -447,22 +462,24 @@ def run_doctor(args: argparse.Namespace) -> int:
 def add_exercises(subparsers) -> None:
     parser = subparsers.add_parser(
         "exercises",
-        help="the student edition of the notebooks, and a per-exercise report on a notebook",
-        description="`student` writes the notebooks with every solution replaced by "
-        "`raise NotImplementedError` and outputs cleared; `check` runs a learner's notebook "
-        "headless and reports each exercise (exit status 0 only when all passed).",
+        help="the instructor edition of the notebooks, and a per-exercise report on a notebook",
+        description="`instructor` writes the notebooks with every exercise's solution in place "
+        "of its stub and outputs cleared; `check` runs a learner's notebook headless and reports "
+        "each exercise (exit status 0 only when all passed).",
     )
     actions = parser.add_subparsers(
         dest="action", metavar="ACTION", required=True, parser_class=_Parser
     )
-    student = actions.add_parser("student", help="write the student edition of the notebooks")
-    student.add_argument(
-        "--notebooks", default="notebooks", metavar="DIR", help="instructor notebooks"
+    instructor = actions.add_parser(
+        "instructor", help="write the instructor edition (the solutions filled in)"
     )
-    student.add_argument(
-        "--out", default="student", metavar="DIR", help="where to write the edition"
+    instructor.add_argument(
+        "--notebooks", default="notebooks", metavar="DIR", help="the learners' notebooks"
     )
-    student.set_defaults(run=run_exercises_student)
+    instructor.add_argument(
+        "--out", default="instructor", metavar="DIR", help="where to write the edition"
+    )
+    instructor.set_defaults(run=run_exercises_instructor)
     check = actions.add_parser("check", help="run a notebook headless and report each exercise")
     check.add_argument("notebook", metavar="NOTEBOOK", help="the learner's .ipynb file")
     check.add_argument(
@@ -471,11 +488,11 @@ def add_exercises(subparsers) -> None:
     check.set_defaults(run=run_exercises_check)
 
 
-def run_exercises_student(args: argparse.Namespace) -> int:
-    from .exercises.student import write_student_edition
+def run_exercises_instructor(args: argparse.Namespace) -> int:
+    from .exercises.editions import write_instructor_edition
 
     try:
-        written = write_student_edition(args.notebooks, args.out)
+        written = write_instructor_edition(args.notebooks, args.out)
     except (FileNotFoundError, ValueError) as error:
         raise UsageError(str(error)) from None
     for path in written:

@@ -9,17 +9,13 @@ the value and what is allowed, instead of deep inside a worker process minutes l
     TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
 
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
-gradient-norm clip 40, Adam, the paper's 20-step rollouts) and run it faster: 2 environments per
-worker stepped with one batched forward pass (40 samples per update), lr 3e-4 (the paper's 1e-4 was
-for 20-sample updates; 2e-4 and 3e-4 were measured, 3e-4 got there sooner), and a smaller network
-(ReLU, 16 filters, LSTM 128: model.COURSE_NETWORK). Measured on Pong with 2 workers on 2 cores
-(benchmarks/README.md, 2026-12-05; training time, snapshots scored afterwards): about 2,200 agent
-steps/s, and a 10-game evaluation mean of +18 after 5, 5 and 4 minutes (seeds 0, 1, 2; 0.55-0.72M
-agent steps); with lr 2e-4, after 6, 8 and 7 minutes.
-Side by side, 16 environments x 5 steps step faster (2,800-3,400 steps/s) but learn less per step
-(+18 after 12 minutes in one seed of three); the paper's worker (PAPER_WORKER: one environment, lr
-1e-4) steps slower and learns less per step (+18 after 13-14 minutes, 1.25-1.40M steps); and
-ORIGINAL_COURSE (the paper's worker with the original network) took 20 minutes in both its seeds.
+gradient-norm clip 40, Adam, 20-step rollouts: pytorch-a3c's and the original course's settings; the
+A3C paper used t_max 5 and shared RMSProp on Atari) and run it faster: 2 environments per worker
+stepped with one batched forward pass (40 samples per update; synchronous inside a worker,
+asynchronous across workers), lr 3e-4, and a smaller network (ReLU, 16 filters, LSTM 128:
+model.COURSE_NETWORK). Atari games are played under the field's protocol, sticky actions 0.25
+(envs.STICKY_ACTIONS). What these settings reach, and in how long, is measured side by side in
+benchmarks/README.md, with the command, date and host of every figure.
 Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 
@@ -32,15 +28,34 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envs import is_atari, resolve_env_id
+from .envs import STICKY_ACTIONS, is_atari, resolve_env_id
 from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_CONV_BODY, ORIGINAL_NETWORK
 from .optim import OPTIMIZERS
 
-# The paper's (and the original course's) worker: one environment, 20-step rollouts, lr 1e-4.
+# The A3C paper's worker shape (one environment per worker) with pytorch-a3c's and the original
+# course's settings: 20-step rollouts and Adam lr 1e-4. (The paper itself used t_max = 5, shared
+# RMSProp and learning rates sampled per run on Atari.)
 PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
-# The original course: the paper's worker and the original network (32 filters, ELU, LSTM 256).
-# TrainConfig(game="pong", **ORIGINAL_COURSE) trains exactly as the original did, its faults fixed.
+# The original course's algorithm and network (32 filters, ELU, LSTM 256) on the course's pipeline.
+# What differs from the original's train.py: its faults are fixed (one rollout's gradient per
+# update, truncation bootstraps, shared optimizer state created up front, rollouts of 20 agent
+# steps counted as steps); the environments are the course's (Gymnasium's AtariPreprocessing with
+# no-op starts and max-pooling, FIRE at each life's start, rewards clipped, no running
+# normaliser: frames standardised in the network; sticky actions 0.25 unless set to 0); the
+# evaluator is bounded and scores whole games; and the game is Pong unless set.
 ORIGINAL_COURSE = {**PAPER_WORKER, **ORIGINAL_NETWORK}
+# Named settings: `--preset NAME` on the command line (a flag given beside it wins) and the panel.
+PRESETS: dict[str, dict[str, Any]] = {
+    "original-course": ORIGINAL_COURSE,
+    "paper-worker": PAPER_WORKER,
+}
+
+
+def preset(name: str) -> dict[str, Any]:
+    """The settings of a named preset (a copy)."""
+    if name not in PRESETS:
+        raise ValueError(f"preset: no preset {name!r}; the presets are {', '.join(PRESETS)}")
+    return dict(PRESETS[name])
 
 EVAL_MODES = ("live", "after")
 
@@ -97,7 +112,9 @@ class TrainConfig:
         None, "cut training episodes after this many agent steps (default: the game's own limit)"
     )
     sticky_actions: float = _field(
-        0.0, "Atari: probability of repeating the previous action (ALE v5 uses 0.25)"
+        STICKY_ACTIONS,
+        "Atari: probability that the emulator repeats the previous action (the field's protocol "
+        "and ALE v5's default: 0.25; 0 makes each game deterministic, the original course's)",
     )
     # Budgets: training stops at the first one reached (or on Ctrl-C).
     max_steps: int | None = _field(None, "stop after this many agent steps, all workers together")

@@ -2,7 +2,7 @@
 
 The Atari pipeline, outermost wrapper last (each choice is explained in notebook 01):
 
-    ALE/<Game>-v5, frameskip=1       the emulator; sticky actions off by default (the original's setting)
+    ALE/<Game>-v5, frameskip=1       the emulator, with sticky actions 0.25 by default (STICKY_ACTIONS)
     AtariPreprocessing               no-op starts, frame skip 4 with max-pooling of the last two frames, grey
     FireOnLifeStart                  presses FIRE at the start and after each lost life (Breakout needs it)
     TimeLimit                        optional, in agent steps; ALE itself truncates after 108,000 frames
@@ -26,6 +26,12 @@ GAMES = {"pong": "ALE/Pong-v5", "breakout": "ALE/Breakout-v5"}
 # nothing the policy needs (the score is known from the rewards).
 PLAY_AREA_ROWS = {"ALE/Pong-v5": (34, 194), "ALE/Breakout-v5": (32, 196)}
 NATIVE_SCREEN = (210, 160)
+
+# The field's protocol (Machado et al. 2018; ALE v5's own default): each agent step, with this
+# probability the emulator repeats the previous action instead of the chosen one. Without it a
+# greedy policy replays one fixed game from each no-op start; 0.0 gives that deterministic game
+# (the original course's setting), for comparison only.
+STICKY_ACTIONS = 0.25
 
 
 def register_ale() -> None:
@@ -106,7 +112,7 @@ def make_atari_env(
     *,
     size: int = 42,
     frame_skip: int = 4,
-    sticky_actions: float = 0.0,
+    sticky_actions: float = STICKY_ACTIONS,
     noop_max: int = 30,
     fire_on_life_start: bool = True,
     clip_rewards: bool = True,

@@ -8,8 +8,22 @@ an episode is cut after `max_steps_per_episode` agent steps. The original course
 could wait forever in Breakout when the greedy policy never pressed FIRE; the course's environments
 press FIRE at each life's start, and the cap makes sure no other stuck policy can stall either.
 
-A greedy policy in a deterministic game would replay one identical episode; each evaluation episode
-is reset with its own seed, so the random no-op starts (and sticky actions, if enabled) differ.
+The course's protocol, the field's (Machado et al. 2018), for every Atari number it quotes:
+- sticky actions 0.25 in training and in evaluation (envs.STICKY_ACTIONS, ALE v5's own default):
+  each agent step, the emulator repeats the previous action with probability 0.25. Without them
+  Pong is deterministic: a greedy policy replays one fixed game per no-op start (at most 30), and
+  scores far above what it holds under sticky actions. Such figures may be shown, labelled
+  "deterministic", never as a headline;
+- full games: every life, up to the game's own end (the episode cap is a safety net whose hits
+  are counted as "capped"), from up to 30 random no-ops; the raw game score, never clipped;
+- 10 games per evaluation, the greedy policy (the most probable action): greedy is what a trained
+  agent is judged by here, and under sticky actions it no longer replays one game; sampling would
+  add the policy's own exploration noise to every score;
+- the statistic: the training time (and agent steps) of the first of two consecutive evaluations
+  whose means reach the target, so that one lucky evaluation does not count
+  (benchmarks/time_to_score.py); comparisons are run side by side (benchmarks/compare.py).
+
+Each evaluation episode is reset with its own seed, so its no-op start and its sticky draws differ.
 
 `run_evaluator` is the evaluator process of training (eval_mode "live"): every `eval_interval_s`
 seconds it copies the shared model and evaluates it while the workers go on learning.
@@ -38,7 +52,7 @@ from .checkpoint import (
     save_checkpoint,
 )
 from .config import TrainConfig
-from .envs import is_atari, make_env, resolve_env_id
+from .envs import STICKY_ACTIONS, is_atari, make_env, resolve_env_id
 from .model import ActorCritic, greedy_action, sample_action
 from .worker import StopOrOrphaned, child_setup, report_crash, sync_from_shared
 
@@ -86,7 +100,7 @@ class Evaluation:
 
 
 def evaluation_env(
-    game: str, max_steps_per_episode: int, sticky_actions: float = 0.0, **options
+    game: str, max_steps_per_episode: int, sticky_actions: float = STICKY_ACTIONS, **options
 ) -> gym.Env:
     """An environment whose episodes end after at most max_steps_per_episode agent steps.
 
@@ -109,7 +123,7 @@ def evaluate(
     greedy: bool = True,
     max_steps_per_episode: int = DEFAULT_MAX_STEPS_PER_EPISODE,
     seed: int = 0,
-    sticky_actions: float = 0.0,
+    sticky_actions: float = STICKY_ACTIONS,
     should_stop: Callable[[], bool] | None = None,
     parallel: int = 10,
 ) -> Evaluation:

@@ -20,11 +20,13 @@ The command line: `a3c-course play --pretrained pong --out pong.mp4`,
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .checkpoint import Checkpoint, load_checkpoint, model_from_checkpoint
+from .envs import STICKY_ACTIONS
 from .model import ActorCritic
 
 
@@ -62,12 +64,23 @@ def card(game: str) -> dict[str, Any]:
     return json.loads(path(game).with_suffix(".json").read_text())
 
 
+def card_sticky_actions(card: dict[str, Any]) -> float:
+    """The sticky actions of a shipped agent's card evaluation: its own key, else its command's
+    flag, else the course's default (what a command without the flag plays)."""
+    evaluation = card["evaluation"]
+    if "sticky_actions" in evaluation:
+        return float(evaluation["sticky_actions"])
+    flag = re.search(r"--sticky-actions[ =]([0-9.]+)", evaluation.get("command", ""))
+    return float(flag.group(1)) if flag else STICKY_ACTIONS
+
+
 def summary(game: str) -> str:
     """One line for a notebook or a terminal: the score, its evaluation, the training it took."""
     info = card(game)
     evaluation, training = info["evaluation"], info["training"]
     return (
         f"{game}: mean score {evaluation['mean']:+.1f} (min {evaluation['min']:+.0f}, max "
-        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} evaluation episodes; trained "
+        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} evaluation games with sticky "
+        f"actions {card_sticky_actions(info):g}; trained "
         f"{training['minutes']:.0f} minutes ({training['steps']:,} agent steps) on {info['machine']}"
     )

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from .config import TrainConfig
-from .envs import make_env
+from .envs import STICKY_ACTIONS, make_env
 from .model import ActorCritic
 from .optim import make_shared_optimizer
 from .worker import (
@@ -109,7 +109,7 @@ def raw_env_speed(
     seconds: float = 5.0,
     *,
     seed: int = 0,
-    sticky_actions: float = 0.0,
+    sticky_actions: float = STICKY_ACTIONS,
     start_method: str | None = None,
 ) -> RawSpeed:
     """Agent steps/s of `processes` processes stepping the course's preprocessed environment with

@@ -30,6 +30,8 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
+from .envs import STICKY_ACTIONS
+
 VIDEO_FORMATS = (".mp4", ".gif")
 
 Policy = Callable[[Any], Any]
@@ -376,7 +378,7 @@ def play_episodes(
     greedy: bool = True,
     seed: int = 0,
     max_steps: int | None = 1000,
-    sticky_actions: float = 0.0,
+    sticky_actions: float = STICKY_ACTIONS,
 ) -> list[Episode]:
     """Record `episodes` episodes of `model` (an ActorCritic; None plays at random) on `game`.
 

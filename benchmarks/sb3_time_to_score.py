@@ -6,7 +6,8 @@ otherwise pick, timed the way time_to_score.py times the course's A3C.
         --max-minutes 30 --seeds 0,1,2 --out runs/sb3_a2c
 
 The settings are the RL Baselines3 Zoo's for A2C on Atari (hyperparams/a2c.yml, "atari"): 16
-environments in one process (DummyVecEnv), SB3's AtariWrapper (30 random no-ops, frame skip 4 with
+environments, stepped in --vec-env subproc processes (SubprocVecEnv, one per environment, so both
+cores step them; "dummy" steps them serially in one process, as the Zoo does), SB3's AtariWrapper (30 random no-ops, frame skip 4 with
 max-pooling, a life lost ends the training episode, FIRE on reset, 84 x 84 grey, clipped rewards),
 4 stacked frames, ent_coef 0.01, vf_coef 0.25, RMSpropTFLike(eps=1e-5); A2C's defaults for the rest
 (n_steps 5, learning rate 7e-4, gamma 0.99, max_grad_norm 0.5). torch uses --threads threads (the
@@ -14,7 +15,7 @@ course's two workers use one each).
 
 Evaluation follows the course's protocol: every --eval-interval-s seconds, the greedy policy
 (deterministic=True) plays --eval-episodes whole games (no life-loss ends, raw scores) that start
-with up to 30 random no-ops, with --sticky-actions if given, cut after --eval-max-episode-steps
+with up to 30 random no-ops, with sticky actions 0.25 (--sticky-actions; training too), cut after --eval-max-episode-steps
 agent steps. Training pauses while the policy is evaluated and its clock ("wall_s") stops, as
 time_to_score.py's clock (with its default --eval-mode after) counts training alone.
 "wall_with_eval_s" counts the evaluations too. Writes <out>/seed-<S>/ (learning_curve.png,
@@ -30,12 +31,13 @@ import time
 from pathlib import Path
 
 from time_to_score import (
+    CONSECUTIVE,
     first_met,
     seeds,
     write_summary,
 )  # this folder is on sys.path when run as a script
 
-from a3c_course.envs import is_atari, resolve_env_id
+from a3c_course.envs import STICKY_ACTIONS, is_atari, resolve_env_id
 from a3c_course.reports import plot_learning_curve, save_figure
 
 FRAME_SKIP = 4
@@ -53,8 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--eval-interval-s", type=float, default=60.0, help="training seconds between evaluations")
     add("--eval-max-episode-steps", type=int, default=10_000, help="agent-step cap per eval game")
     add(
-        "--sticky-actions", type=float, default=0.0, help="probability of repeating the last action"
-    )
+        "--sticky-actions", type=float, default=STICKY_ACTIONS,
+        help=f"probability of repeating the last action (default: {STICKY_ACTIONS})",
+    )  # fmt: skip
+    add("--vec-env", choices=("subproc", "dummy"), default="subproc",
+        help="subproc: each training environment in its own process (default); dummy: all in one")  # fmt: skip
+    add("--consecutive", type=int, default=CONSECUTIVE,
+        help=f"evaluations in a row at the target (default: {CONSECUTIVE})")  # fmt: skip
     add("--max-minutes", type=float, default=30.0, help="training minutes per seed (default: 30)")
     add("--max-steps", type=int, default=None, help="agent steps per seed (default: no limit)")
     add("--threads", type=int, default=2, help="torch threads (default: 2, the machine's cores)")
@@ -93,7 +100,7 @@ def make_envs(args, n_envs: int, seed: int, evaluation: bool):
     import ale_py
     import gymnasium as gym
     from stable_baselines3.common.env_util import make_atari_env
-    from stable_baselines3.common.vec_env import VecFrameStack
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
     gym.register_envs(ale_py)
     wrapper = {"action_repeat_probability": args.sticky_actions}
@@ -107,6 +114,7 @@ def make_envs(args, n_envs: int, seed: int, evaluation: bool):
         seed=seed,
         wrapper_kwargs=wrapper,
         env_kwargs=env_kwargs,
+        vec_env_cls=SubprocVecEnv if args.vec_env == "subproc" and not evaluation else DummyVecEnv,
     )
     return VecFrameStack(envs, n_stack=ZOO_ATARI["frame_stack"])
 
@@ -148,7 +156,7 @@ def make_callback(args, eval_envs, history: list[dict]):
                 )  # fmt: skip
                 print(f"  {now_s:7.0f} s, {self.num_timesteps:,} steps: eval mean "
                       f"{history[-1]['mean']:+.1f}", flush=True)  # fmt: skip
-                if history[-1]["mean"] >= args.target_score:
+                if first_met(history, args.target_score, args.consecutive) is not None:
                     self.stop_reason = "target score"
                     return False
             if now_s >= args.max_minutes * 60:
@@ -166,7 +174,8 @@ def sb3_settings(args, seed: int) -> dict:
     return {**ZOO_ATARI, "algo": "A2C", "env_id": sb3_env_id(args.game), "seed": seed,
             "optimizer": "RMSpropTFLike(eps=1e-5)", "n_steps": 5, "learning_rate": 7e-4,
             "gamma": 0.99, "max_grad_norm": 0.5, "threads": args.threads,
-            "sticky_actions": args.sticky_actions, "eval_episodes": args.eval_episodes,
+            "sticky_actions": args.sticky_actions, "vec_env": args.vec_env,
+            "consecutive": args.consecutive, "eval_episodes": args.eval_episodes,
             "eval_interval_s": args.eval_interval_s}  # fmt: skip
 
 
@@ -192,7 +201,7 @@ def run_seed(args, seed: int, out: Path) -> dict:
 
 
 def report(args, seed: int, out: Path, history: list[dict], callback) -> dict:
-    met = first_met(history, args.target_score)
+    met = first_met(history, args.target_score, args.consecutive)
     evaluations = [r for r in history if r["kind"] == "eval"]
     out.mkdir(parents=True, exist_ok=True)
     (out / "history.json").write_text(json.dumps(history) + "\n")

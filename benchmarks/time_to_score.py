@@ -39,7 +39,7 @@ import json
 import sys
 from pathlib import Path
 
-from a3c_course.config import TrainConfig
+from a3c_course.config import PRESETS, TrainConfig, preset
 from a3c_course.envs import is_atari
 from a3c_course.evaluate import score_snapshots
 from a3c_course.reports import plot_learning_curve, save_figure
@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
             help=help_text[f.name] + ("" if "default:" in help_text[f.name] else default),
         )
     parser.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        default=None,
+        help="start from a named preset of config.py (an option given beside it wins)",
+    )
+    parser.add_argument(
         "--seeds", type=seeds, default=[0], help="seeds, one run each, e.g. 0,1,2 (default: 0)"
     )
     parser.add_argument(
@@ -135,10 +141,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def first_met(history: list[dict], target: float, consecutive: int = CONSECUTIVE) -> dict | None:
+def independent(evaluations: list[dict], min_gap_s: float) -> list[dict]:
+    """The evaluations (sorted by steps) that each come at least min_gap_s of training after the
+    one kept before it: the end-of-training snapshot, taken moments after the last periodic one,
+    scores nearly the same weights and must not count as a second, confirming evaluation."""
+    kept: list[dict] = []
+    for record in evaluations:
+        if not kept or record.get("elapsed_s", 0.0) - kept[-1].get("elapsed_s", 0.0) >= min_gap_s:
+            kept.append(record)
+    return kept
+
+
+def first_met(
+    history: list[dict], target: float, consecutive: int = CONSECUTIVE, min_gap_s: float = 0.0
+) -> dict | None:
     """The first of `consecutive` evaluations in a row (by steps) whose means all reach target, or
-    None. One lucky evaluation of 10 games can pass a target that the policy does not hold."""
+    None. One lucky evaluation of 10 games can pass a target that the policy does not hold.
+    Evaluations closer than min_gap_s of training to the one before are left out (`independent`)."""
     evaluations = sorted((r for r in history if r["kind"] == "eval"), key=lambda r: r["steps"])
+    evaluations = independent(evaluations, min_gap_s)
     for k in range(len(evaluations) - consecutive + 1):
         if all(r["mean"] >= target for r in evaluations[k : k + consecutive]):
             return evaluations[k]
@@ -190,7 +211,7 @@ def report(
     config: TrainConfig, target, history, stop_reason, total_steps, total_wall_s, consecutive
 ) -> dict:
     frame_skip = FRAME_SKIP if is_atari(config.env_id) else 1
-    met = first_met(history, target, consecutive)
+    met = first_met(history, target, consecutive, min_gap_s=config.eval_interval_s / 2)
     figure = plot_learning_curve(
         history,
         window=config.score_window,
@@ -260,7 +281,7 @@ def write_summary(
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    values = {**SCRIPT_DEFAULTS}
+    values = {**SCRIPT_DEFAULTS, **(preset(args.preset) if args.preset else {})}
     values.update(
         {
             f.name: getattr(args, f.name)

@@ -198,7 +198,7 @@ RUN_CELLS = """async (indices) => {
 
 def panel_cells(path: Path) -> list[int]:
     """The indices of notebook 04's panel cells, after the cells that define the names they use
-    (RUNS, CARTPOLE: constants in capitals), so that they run alone, in a fresh kernel."""
+    (FAST, PONG: constants in capitals), so that they run alone, in a fresh kernel."""
     cells = nbformat.read(path, as_version=4).cells
     code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
     panels = [i for i in code if "Panel(" in cells[i].source]
@@ -222,8 +222,9 @@ def kernel_children(server_pid: int) -> list[psutil.Process]:
 
 
 def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
-    """Start a short CartPole run from the training panel, watch the live curve redraw, Stop it, and
-    find no child process of the kernel left; then play the run's checkpoint in the gameplay panel."""
+    """Start the Pong run of notebook 04's last section from its training panel (fast mode: a
+    1-minute budget), watch the live curve redraw, Stop it, and find no child process of the kernel
+    left; then play the run's checkpoint in the gameplay panel."""
     base, token, server_pid = jupyter_lab
     notebook = "notebooks/04_async_training.ipynb"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -258,7 +259,7 @@ def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
 
             gameplay = page.locator(".widget-vbox", has_text="Watch it play").last
             path = gameplay.locator(".widget-text", has_text="checkpoint").locator("input")
-            path.fill("runs/panel/checkpoint.pt".replace("runs", run_folder(page)))
+            path.fill(trained_checkpoint(page))
             path.press("Enter")
             gameplay.locator("button", has_text="Play").click()
             video = gameplay.locator("video")
@@ -278,10 +279,10 @@ def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
             browser.close()
 
 
-def run_folder(page) -> str:
-    """The notebook's RUNS folder, as its kernel says (a fresh temporary folder per run)."""
+def trained_checkpoint(page) -> str:
+    """The checkpoint of the run the training panel just stopped, as its result says."""
     text = page.locator(".widget-html", has_text="Checkpoint:").last.inner_text()
-    return re.search(r"Checkpoint: (\S+)/panel/checkpoint\.pt", text).group(1)
+    return re.search(r"Checkpoint: (\S+checkpoint\.pt)", text).group(1)
 
 
 def test_every_course_notebook_opens_without_a_javascript_error(jupyter_lab):

@@ -150,3 +150,19 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     gone, alive = psutil.wait_procs(children, timeout=5)
     assert alive == []
     assert load_checkpoint(out / "checkpoint.pt").metadata["stop_reason"] == "interrupted"
+
+
+def test_a_preset_sets_its_settings_and_a_flag_beside_it_wins():
+    from a3c_course.cli import build_parser, config_from_args
+    from a3c_course.config import ORIGINAL_COURSE
+
+    args = build_parser().parse_args(["train", "--preset", "original-course", "--lr", "2e-4"])
+    config = config_from_args(args)
+    assert config.replace(lr=ORIGINAL_COURSE["lr"]) == TrainConfig(**ORIGINAL_COURSE)
+    assert config.lr == 2e-4 and config.conv_filters == 32 and config.envs_per_worker == 1
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--preset", "fastest"])
+    with pytest.raises(ValueError, match="preset: no preset 'fastest'; the presets are"):
+        from a3c_course.config import preset
+
+        preset("fastest")

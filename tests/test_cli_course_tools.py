@@ -1,4 +1,4 @@
-"""`a3c-course doctor` and `a3c-course exercises student|check` from the command line."""
+"""`a3c-course doctor` and `a3c-course exercises instructor|check` from the command line."""
 
 from pathlib import Path
 
@@ -6,7 +6,6 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from a3c_course.cli import main
-from a3c_course.exercises.student import count_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,18 +22,20 @@ def test_doctor_exit_status_says_all_is_well(capsys):
     assert "All good" in capsys.readouterr().out
 
 
-def test_exercises_student_writes_the_edition(tmp_path, capsys):
-    out = tmp_path / "student"
-    assert main(["exercises", "student", "--out", str(out)]) == 0
+def test_exercises_instructor_writes_the_edition(tmp_path, capsys):
+    out = tmp_path / "instructor"
+    assert main(["exercises", "instructor", "--out", str(out)]) == 0
     written = sorted(out.glob("*.ipynb"))
     assert [p.name for p in written] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert all(count_solutions(nbformat.read(p, as_version=4)) == 0 for p in written)
+    sources = [cell.source for p in written for cell in nbformat.read(p, as_version=4).cells]
+    assert sum("### BEGIN SOLUTION" in source for source in sources) >= 12
+    assert not any("YOUR CODE HERE" in source for source in sources)
     assert "wrote" in capsys.readouterr().out
 
 
-def test_exercises_student_with_no_notebooks_is_a_usage_error(tmp_path, capsys):
+def test_exercises_instructor_with_no_notebooks_is_a_usage_error(tmp_path, capsys):
     assert (
-        main(["exercises", "student", "--notebooks", str(tmp_path), "--out", str(tmp_path / "s")])
+        main(["exercises", "instructor", "--notebooks", str(tmp_path), "--out", str(tmp_path / "s")])
         == 2
     )
     assert "no notebooks" in capsys.readouterr().err

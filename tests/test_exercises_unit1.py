@@ -120,7 +120,109 @@ def test_1_1_inputs_are_copies(capsys):
 
 
 # ----------------------------------------------------------------------------------------------
-# 1.2 RunningNormalizer
+# 1.2 skip_frames
+
+
+def skip_frames(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def skip_frames_no_early_stop(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def skip_frames_last_frame_only(env, action, skip=4):
+    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
+    return env.script[env.calls - 1][0], total, terminated, truncated, info
+
+
+def skip_frames_max_of_all(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    return np.max(frames, axis=0), total, terminated, truncated, info
+
+
+def skip_frames_clips_reward(env, action, skip=4):
+    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
+    return frame, min(total, 1.0), terminated, truncated, info
+
+
+def skip_frames_random_actions(env, action, skip=4):
+    total, frames = 0.0, []
+    for k in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action if k == 0 else 0)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
+    return pooled, total, terminated, truncated, info
+
+
+def test_1_2_right_answer_passes(capsys):
+    assert unit1.check_skip_frames(skip_frames)
+    assert capsys.readouterr().out.startswith("PASSED [1.2] skip_frames: all 7 cases")
+
+
+def test_1_2_stub_is_not_attempted(capsys):
+    assert not unit1.check_skip_frames(stub)
+    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.2]")
+
+
+@pytest.mark.parametrize(
+    "wrong, message",
+    [
+        (skip_frames_no_early_stop, "stop as soon as terminated or truncated is True"),
+        (skip_frames_last_frame_only, "np.maximum of the last two frames"),
+        (skip_frames_max_of_all, "np.maximum of the last two frames"),
+        (skip_frames_clips_reward, "add up every frame's reward"),
+        (skip_frames_random_actions, "repeat the one action you were given"),
+        (lambda env, action, skip=4: skip_frames(env, action, skip)[:4], "return the five values"),
+    ],
+    ids=[
+        "no-early-stop",
+        "last-frame",
+        "max-of-all",
+        "clipped-reward",
+        "other-actions",
+        "four-values",
+    ],
+)
+def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
+    assert not unit1.check_skip_frames(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.2]")
+    assert message in out
+
+
+def test_1_2_scripted_frames_really_blink():
+    """The check is only meaningful if pooling two frames differs from either frame."""
+    frames = unit1._blinking_frames(4, seed=13)
+    pooled = np.maximum(frames[2], frames[3])
+    assert not np.array_equal(pooled, frames[3]) and not np.array_equal(pooled, frames[2])
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.3 RunningNormalizer
 
 
 class RunningNormalizer:
@@ -183,19 +285,37 @@ class SharedStatistics(RunningNormalizer):
         return (obs - s["mean"] / correction) / (s["std"] / correction + self.eps)
 
 
+class ClassLevelStatistics:
+    """The statistics as class attributes, shared by every instance, never reset by __init__."""
+
+    mean = std = 0.0
+    t = 0
+
+    def __init__(self, alpha=0.9999, eps=1e-8):
+        self.alpha, self.eps = alpha, eps
+
+    def __call__(self, obs):
+        cls = type(self)
+        cls.t += 1
+        cls.mean = self.alpha * cls.mean + (1 - self.alpha) * obs.mean()
+        cls.std = self.alpha * cls.std + (1 - self.alpha) * obs.std()
+        correction = 1 - self.alpha**cls.t
+        return (obs - cls.mean / correction) / (cls.std / correction + self.eps)
+
+
 class StubNormalizer:
     def __init__(self, alpha=0.9999, eps=1e-8):
         raise NotImplementedError
 
 
-def test_1_2_right_answer_passes(capsys):
+def test_1_3_right_answer_passes(capsys):
     assert unit1.check_running_normalizer(RunningNormalizer)
-    assert capsys.readouterr().out.startswith("PASSED [1.2] RunningNormalizer: all 5 cases")
+    assert capsys.readouterr().out.startswith("PASSED [1.3] RunningNormalizer: all 5 cases")
 
 
-def test_1_2_stub_is_not_attempted(capsys):
+def test_1_3_stub_is_not_attempted(capsys):
     assert not unit1.check_running_normalizer(StubNormalizer)
-    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.2] StubNormalizer")
+    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.3] StubNormalizer")
 
 
 @pytest.mark.parametrize(
@@ -204,17 +324,17 @@ def test_1_2_stub_is_not_attempted(capsys):
         (NoBiasCorrection, "bias correction"),
         (NoEps, "divide by (std + eps)"),
         (NormalisesBeforeUpdating, "update the averages with this frame first"),
-        (SharedStatistics, "two normalisers used in turn"),
+        (SharedStatistics, unit1.SHARED_STATE),
     ],
 )
-def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
+def test_1_3_wrong_answers_are_caught(wrong, message, capsys):
     assert not unit1.check_running_normalizer(wrong)
     out = capsys.readouterr().out
-    assert out.startswith("FAILED [1.2]")
+    assert out.startswith("FAILED [1.3]")
     assert message in out
 
 
-def test_1_2_reference_is_the_formula():
+def test_1_3_reference_is_the_formula():
     """Two hand-computed steps with alpha = 0.5 on 2-pixel frames."""
     frames = [np.array([0.0, 1.0]), np.array([1.0, 3.0])]
     # t=1: m=0.25, s=0.25, correction 0.5 -> mean 0.5, std 0.5
@@ -223,103 +343,28 @@ def test_1_2_reference_is_the_formula():
     np.testing.assert_allclose(unit1.reference_running_normalise(frames, 0.5, 0.0), expected)
 
 
+def test_1_3_statistics_on_the_class_are_named_as_the_cause(capsys):
+    """A learner who writes `mean = 0.0` in the class body and updates type(self).mean: every
+    instance shares one set of statistics. The verdict says so, whatever the cases would say."""
+    for _ in range(2):  # the first run in a fresh kernel too, when the class state is still 0
+        assert not unit1.check_running_normalizer(ClassLevelStatistics)
+        out = capsys.readouterr().out
+        assert out.startswith("FAILED [1.3] ClassLevelStatistics")
+        assert "your instances share their statistics: keep mean, std and t on self" in out
+
+
+def test_1_3_a_right_answer_is_not_taken_for_shared_state():
+    assert not unit1._instances_share_state(RunningNormalizer)
+    assert not unit1._instances_share_state(NormalisesBeforeUpdating)
+    assert not unit1._instances_share_state(StubNormalizer)
+
+
 # ----------------------------------------------------------------------------------------------
-# 1.3 skip_frames
+# Hints
 
 
-def skip_frames(env, action, skip=4):
-    total, frames = 0.0, []
-    for _ in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action)
-        frames.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
-    return pooled, total, terminated, truncated, info
-
-
-def skip_frames_no_early_stop(env, action, skip=4):
-    total, frames = 0.0, []
-    for _ in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action)
-        frames.append(frame)
-        total += reward
-    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
-    return pooled, total, terminated, truncated, info
-
-
-def skip_frames_last_frame_only(env, action, skip=4):
-    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
-    return env.script[env.calls - 1][0], total, terminated, truncated, info
-
-
-def skip_frames_max_of_all(env, action, skip=4):
-    total, frames = 0.0, []
-    for _ in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action)
-        frames.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    return np.max(frames, axis=0), total, terminated, truncated, info
-
-
-def skip_frames_clips_reward(env, action, skip=4):
-    frame, total, terminated, truncated, info = skip_frames(env, action, skip)
-    return frame, min(total, 1.0), terminated, truncated, info
-
-
-def skip_frames_random_actions(env, action, skip=4):
-    total, frames = 0.0, []
-    for k in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action if k == 0 else 0)
-        frames.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
-    return pooled, total, terminated, truncated, info
-
-
-def test_1_3_right_answer_passes(capsys):
-    assert unit1.check_skip_frames(skip_frames)
-    assert capsys.readouterr().out.startswith("PASSED [1.3] skip_frames: all 7 cases")
-
-
-def test_1_3_stub_is_not_attempted(capsys):
-    assert not unit1.check_skip_frames(stub)
-    assert capsys.readouterr().out.startswith("NOT ATTEMPTED [1.3]")
-
-
-@pytest.mark.parametrize(
-    "wrong, message",
-    [
-        (skip_frames_no_early_stop, "stop as soon as terminated or truncated is True"),
-        (skip_frames_last_frame_only, "np.maximum of the last two frames"),
-        (skip_frames_max_of_all, "np.maximum of the last two frames"),
-        (skip_frames_clips_reward, "add up every frame's reward"),
-        (skip_frames_random_actions, "repeat the one action you were given"),
-        (lambda env, action, skip=4: skip_frames(env, action, skip)[:4], "return the five values"),
-    ],
-    ids=[
-        "no-early-stop",
-        "last-frame",
-        "max-of-all",
-        "clipped-reward",
-        "other-actions",
-        "four-values",
-    ],
-)
-def test_1_3_wrong_answers_are_caught(wrong, message, capsys):
-    assert not unit1.check_skip_frames(wrong)
-    out = capsys.readouterr().out
-    assert out.startswith("FAILED [1.3]")
-    assert message in out
-
-
-def test_1_3_scripted_frames_really_blink():
-    """The check is only meaningful if pooling two frames differs from either frame."""
-    frames = unit1._blinking_frames(4, seed=13)
-    pooled = np.maximum(frames[2], frames[3])
-    assert not np.array_equal(pooled, frames[3]) and not np.array_equal(pooled, frames[2])
+@pytest.mark.parametrize("exercise_id", ["1.1", "1.2", "1.3"])
+def test_each_exercise_has_three_hints_from_the_idea_to_a_sketch(exercise_id):
+    hints = unit1.HINTS[exercise_id]
+    assert len(hints) == 3 and all(isinstance(h, str) and h for h in hints)
+    assert "sketch" in hints[2].lower()

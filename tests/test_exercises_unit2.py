@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from a3c_course.exercises import unit2
 from a3c_course.exercises.unit2 import (
     HINTS,
     check_action_probabilities,
@@ -174,41 +175,89 @@ def test_2_3_stub_is_not_attempted(capsys):
     assert verdict(capsys).startswith("NOT ATTEMPTED [2.3]")
 
 
-def test_2_3_gates_in_the_wrong_order_are_caught(capsys):
-    def i_f_o_g(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+def test_2_3_gates_in_the_wrong_order_are_named(capsys):
+    def i_g_f_o(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
-        i, f, o, g = gates.chunk(4, dim=1)
+        i, g, f, o = gates.chunk(4, dim=1)  # the order of the equations in many textbooks
         c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c_new), c_new
 
-    assert not check_lstm_cell(i_f_o_g)
+    assert not check_lstm_cell(i_g_f_o)
     out = verdict(capsys)
     assert out.startswith(
-        "FAILED [2.3] i_f_o_g: on a batch of 1, 5 inputs, hidden 3, zero state: h_new:"
+        "FAILED [2.3] i_g_f_o: on a batch of 1, 5 inputs, hidden 3, zero state: h_new:"
     )
+    assert "your gates read the four chunks as i, g, f, o" in out
+    assert "PyTorch's LSTMCell stacks them as input, forget, cell (g), output" in out
 
 
-def test_2_3_a_forgotten_recurrent_term_passes_a_zero_state_but_not_a_carried_one(capsys):
+def test_2_3_sigmoid_where_tanh_belongs_is_named(capsys):
+    def sigmoid_candidate(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+        i, f, g, o = torch.sigmoid(gates).chunk(4, dim=1)  # one sigmoid for all four
+        c_new = f * c + i * g
+        return o * torch.tanh(c_new), c_new
+
+    def sigmoid_output(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+        i, f, g, o = gates.chunk(4, dim=1)
+        c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.sigmoid(c_new), c_new
+
+    assert not check_lstm_cell(sigmoid_candidate)
+    assert "g, the candidate to write, takes tanh" in verdict(capsys)
+    assert not check_lstm_cell(sigmoid_output)
+    assert "the cell state goes through tanh, not sigmoid" in verdict(capsys)
+
+
+def test_2_3_a_forgotten_recurrent_term_is_named(capsys):
     def no_recurrence(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         return lstm_cell(x, torch.zeros_like(h), c, weight_ih, weight_hh, bias_ih, bias_hh)
 
     assert not check_lstm_cell(no_recurrence)
-    assert "on a batch of 4, 288 inputs, hidden 16, a carried state: h_new" in verdict(capsys)
+    out = verdict(capsys)  # a zero state hides it: the first failure is the carried state
+    assert "on a batch of 4, 288 inputs, hidden 16, a carried state: h_new" in out
+    assert "the gates ignore the previous h" in out
 
 
-def test_2_3_a_forgotten_bias_is_caught(capsys):
+def test_2_3_a_forgotten_bias_and_the_old_cell_state_are_named(capsys):
     def one_bias(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         return lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, torch.zeros_like(bias_hh))
 
+    def old_c(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+        i, f, g, o = gates.chunk(4, dim=1)
+        c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c_new
+
     assert not check_lstm_cell(one_bias)
-    assert "FAILED [2.3] one_bias" in verdict(capsys)
+    assert "two biases, bias_ih and bias_hh: one is missing" in verdict(capsys)
+    assert not check_lstm_cell(old_c)
+    assert "not from the old c" in verdict(capsys)
 
 
 def test_2_3_h_and_c_swapped_or_a_single_tensor_are_explained(capsys):
     assert not check_lstm_cell(lambda *args: lstm_cell(*args)[::-1])
-    assert "h_new: values differ" in verdict(capsys)
+    out = verdict(capsys)
+    assert "h_new: values differ" in out and "yours returns (c_new, h_new)" in out
     assert not check_lstm_cell(lambda *args: lstm_cell(*args)[0])
     assert "return a pair (h_new, c_new), got a Tensor" in verdict(capsys)
+
+
+@pytest.mark.parametrize(
+    "mistake, cause",
+    unit2._gate_order_mistakes() + unit2.LSTM_MISTAKES,
+    ids=lambda value: str(value)[:40] if isinstance(value, dict) else None,
+)
+def test_2_3_every_named_mistake_is_recognised(mistake, cause, capsys):
+    assert not check_lstm_cell(lambda *args: unit2._lstm_variant(args, **mistake))
+    assert f"Likely cause: {cause}" in verdict(capsys)
+
+
+def test_2_3_an_unknown_mistake_names_no_cause(capsys):
+    assert not check_lstm_cell(lambda *args: (lstm_cell(*args)[0] * 1.01, lstm_cell(*args)[1]))
+    out = verdict(capsys)
+    assert "h_new: values differ" in out and "Likely cause" not in out
 
 
 def test_2_3_reference_is_torch_lstm_cell():

@@ -178,12 +178,143 @@ def test_wrong_answers_are_caught_with_a_helpful_message(check, wrong, exercise_
 
 
 def test_the_original_truncation_bug_is_caught_on_a_time_limit(capsys):
-    """The buggy function is right until a time limit cuts an episode; the check says so."""
+    """The buggy function is right until a time limit cuts an episode; the check says so, and
+    names both halves of the bug."""
     assert unit3.check_truncation_fix(unit3.buggy_advantages_and_returns) is False
     out = capsys.readouterr().out
     assert out.startswith("FAILED [3.3] buggy_advantages_and_returns: on a time limit after step 2")
     assert "truncated=00100" in out and "bootstrap from V(final observation) = 2" in out
     assert "differ" in out and "expected:" in out and "got:" in out
+    assert "your TD error at step 2 drops the bootstrap although a time limit" in out
+    assert "your return at step 0 restarts from 0 at the time limit at step 2" in out
+
+
+# ------------------------------------------------------------------ the likely cause, named
+
+
+def gae_without_reset_after_time_limits(
+    rewards, values, next_values, terminated, truncated, gamma, lam
+):
+    """Resets the running sum after a game over only: a time limit's carry leaks through."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        if terminated[t]:
+            following = 0.0
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        following = rewards[t] + gamma * bootstrap - values[t] + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def gae_bootstrapping_at_game_overs(
+    rewards, values, next_values, terminated, truncated, gamma, lam
+):
+    """Resets at every end, but keeps gamma * V(final observation) after a game over too."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        if terminated[t] or truncated[t]:
+            following = 0.0
+        following = rewards[t] + gamma * next_values[t] - values[t] + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def returns_bootstrapping_at_game_overs(
+    rewards, values, next_values, terminated, truncated, gamma, lam
+):
+    """Restarts R from next_values at both kinds of end (the advantages are right)."""
+    advantages, right_returns = fixed_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )
+    returns, R = torch.zeros(len(rewards)), next_values[-1]
+    for t in reversed(range(len(rewards))):
+        if terminated[t] or truncated[t]:
+            R = next_values[t]
+        R = rewards[t] + gamma * R
+        returns[t] = R
+    return advantages, returns
+
+
+def returns_without_resets(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Never restarts R: the next episode's rewards leak into this one's returns."""
+    advantages, _ = fixed_advantages_and_returns(
+        rewards, values, next_values, terminated, truncated, gamma, lam
+    )
+    returns, R = torch.zeros(len(rewards)), next_values[-1]
+    for t in reversed(range(len(rewards))):
+        R = rewards[t] + gamma * R
+        returns[t] = R
+    return advantages, returns
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "cause"),
+    [
+        (
+            unit3.check_gae_one_env,
+            gae_without_episode_resets,
+            "your advantage at step 0 carries across the episode end at step 2: reset the running "
+            "sum when an episode terminates or is truncated",
+        ),
+        (
+            unit3.check_gae_one_env,
+            gae_without_reset_after_time_limits,
+            "your advantage at step 0 carries across the episode end at step 2: reset the running "
+            "sum when an episode terminates or is truncated",
+        ),
+        (
+            unit3.check_gae_one_env,
+            gae_bootstrapping_at_game_overs,
+            "your TD error at step 2 bootstraps from next_values[2] although the episode "
+            "terminated there (game over)",
+        ),
+        (
+            unit3.check_gae_one_env,
+            gae_with_the_truncation_bug,
+            "your TD error at step 2 drops the bootstrap although a time limit truncated",
+        ),
+        (
+            unit3.check_truncation_fix,
+            half_fixed,
+            "your TD error at step 2 drops the bootstrap although a time limit truncated",
+        ),
+        (
+            unit3.check_truncation_fix,
+            returns_bootstrapping_at_game_overs,
+            "your return at step 0 restarts from next_values[2] at the game over at step 2",
+        ),
+        (
+            unit3.check_truncation_fix,
+            returns_without_resets,
+            "your return at step 0 carries across the episode end at step 2",
+        ),
+    ],
+)
+def test_the_check_names_the_likely_cause(check, wrong, cause, capsys):
+    assert check(wrong) is False
+    out = capsys.readouterr().out
+    assert f"likely cause: {cause}" in out, out
+    assert "expected:" in out and "got:" in out
+
+
+def test_the_cause_names_the_later_episode_end_where_the_carry_crosses(capsys):
+    """On the 20-step case (a game over after step 4, a time limit after step 12) a learner who
+    resets only after game overs is wrong from step 5, because of the end at step 12."""
+    case = unit3._rollout_cases("advantages")[-1]
+    got = gae_without_reset_after_time_limits(*case.args)
+    cause = unit3.likely_cause(case, got, "advantage")
+    assert cause.startswith("your advantage at step 5 carries across the episode end at step 12")
+
+
+def test_no_cause_is_named_for_an_unrelated_mistake(capsys):
+    """An off-by-one is not one of the known mistakes: the verdict shows only expected and got."""
+    assert unit3.check_gae_one_env(gae_off_by_one) is False
+    assert "likely cause" not in capsys.readouterr().out
+
+
+def test_the_hints_escalate_in_three_steps():
+    assert set(unit3.HINTS) == {"3.1", "3.2", "3.3"}
+    assert all(len(hints) == 3 for hints in unit3.HINTS.values())
 
 
 def test_the_buggy_function_agrees_with_the_package_without_time_limits():

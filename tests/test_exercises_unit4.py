@@ -137,6 +137,14 @@ def without_a_step(local_model, shared_model, optimizer, loss, max_grad_norm):
     return float(norm)
 
 
+def without_handing_over(local_model, shared_model, optimizer, loss, max_grad_norm):
+    local_model.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
+    optimizer.step()  # the shared parameters have no .grad: Adam skips them
+    return float(norm)
+
+
 def two_steps(local_model, shared_model, optimizer, loss, max_grad_norm):
     norm = update(local_model, shared_model, optimizer, loss, max_grad_norm)
     optimizer.step()
@@ -173,12 +181,16 @@ def raising_an_error(local_model, shared_model, optimizer, loss, max_grad_norm):
         (original_pattern_with_norm, "on rollout 2 of 5"),
         (original_pattern_with_norm, "gradients from earlier rollouts are accumulating"),
         (without_clipping, "above max_grad_norm=10"),
-        (clipping_after_the_step, "with the gradient clipped before the step"),
-        (without_a_step, "the shared weights did not change"),
+        (clipping_after_the_step, "before optimizer.step(), not after"),
+        (without_a_step, "the shared weights did not change: the optimizer took no step"),
+        (without_handing_over, "the shared parameters' .grad was None"),
+        (two_steps, "the optimizer took 2 steps on this rollout"),
         (two_steps, "Take exactly one optimizer.step() per rollout"),
         (returning_the_clipped_norm, "(that is the norm after clipping), expected the norm before"),
         (returning_nothing, "got None"),
         (handing_over_only_once, "on rollout 2 of 5"),
+        (handing_over_only_once, "given rollout 1's gradient again"),
+        (handing_over_only_once, "Hand the gradients over on every update"),
         (raising_an_error, "it raised ValueError: oops"),
     ],
     ids=lambda x: x.__name__ if callable(x) else x[:30],
@@ -202,6 +214,23 @@ def test_the_buggy_update_itself_fails_4_2_with_the_numbers(capsys):
 def test_other_wrong_fixes_fail_4_2(wrong, capsys):
     assert unit4.check_fixed_update(wrong) is False
     assert capsys.readouterr().out.startswith(f"FAILED [4.2] {wrong.__name__}")
+
+
+def fix_that_drops_the_optimizers_zero_grad(local_model, shared_model, optimizer, loss, norm):
+    """Clears the local gradients but no longer the shared ones: ensure_shared_grads then never
+    hands over again, and every step reuses rollout 1's gradient."""
+    local_model.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(local_model.parameters(), norm)
+    unit4.ensure_shared_grads(local_model, shared_model)
+    optimizer.step()
+
+
+def test_a_fix_that_hands_over_once_is_told_why(capsys):
+    assert unit4.check_fixed_update(fix_that_drops_the_optimizers_zero_grad) is False
+    out = capsys.readouterr().out
+    assert "given rollout 1's gradient again" in out
+    assert "ensure_shared_grads returns early while the shared .grad is set" in out
 
 
 def test_the_reference_applies_one_rollouts_clipped_gradient():

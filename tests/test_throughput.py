@@ -354,14 +354,20 @@ def test_time_to_score_rejects_a_bad_setting():
     assert done.returncode == 2 and "eval-episodes" in done.stderr
 
 
-def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
+def load_script(name: str):
+    """A benchmarks/ script as a module (it imports its neighbours from benchmarks/)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        spec = importlib.util.spec_from_file_location("tts", BENCHMARKS / "time_to_score.py")
+        spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), BENCHMARKS / name)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
+    module = load_script("time_to_score.py")
     means = [-20, 19, 12, 18.5, 17, 18, 20, 21]  # a lucky 19, a pair broken, then 18, 20, 21
     history = [{"kind": "eval", "steps": 100 * k, "mean": m} for k, m in enumerate(means)]
     history.insert(3, {"kind": "episode", "steps": 250, "score": 21})  # not an evaluation
@@ -370,3 +376,16 @@ def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
     assert module.first_met(history, 18, consecutive=1)["steps"] == 100
     assert module.first_met(history, 18, consecutive=3)["steps"] == 500
     assert module.first_met(history, 20.5, consecutive=2) is None
+
+
+def test_an_end_of_training_snapshot_right_after_the_last_does_not_confirm_it():
+    module = load_script("time_to_score.py")
+    history = [
+        {"kind": "eval", "steps": 100, "mean": 5.0, "elapsed_s": 60.0},
+        {"kind": "eval", "steps": 200, "mean": 19.0, "elapsed_s": 120.0},
+        {"kind": "eval", "steps": 201, "mean": 18.5, "elapsed_s": 120.1},  # the final snapshot
+    ]
+    assert module.first_met(history, 18)["steps"] == 200  # without a gap, the final counts
+    assert module.first_met(history, 18, min_gap_s=30.0) is None
+    history.append({"kind": "eval", "steps": 300, "mean": 18.0, "elapsed_s": 180.0})
+    assert module.first_met(history, 18, min_gap_s=30.0)["steps"] == 200

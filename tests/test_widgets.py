@@ -12,6 +12,7 @@ from a3c_course.checkpoint import load_checkpoint, save_checkpoint
 from a3c_course.config import TrainConfig
 from a3c_course.model import ActorCritic
 from a3c_course.widgets import (
+    PRETRAINED,
     GameplayPanel,
     HyperparameterPanel,
     TrainingPanel,
@@ -162,7 +163,7 @@ def test_gameplay_panel_plays_a_checkpoint_and_shows_video_and_scores(
 
 def test_gameplay_panel_random_play_and_errors_in_place(cartpole_checkpoint, tmp_path):
     panel = GameplayPanel("pong", runs=tmp_path / "none", video_dir=tmp_path, max_steps=50)
-    assert panel.checkpoint.options == ()
+    assert panel.checkpoint.options == (PRETRAINED,)  # Pong has a shipped agent
     assert panel.play() is True and "random play on pong" in panel.message.value
     panel.checkpoint.value = str(cartpole_checkpoint)  # trained on CartPole, asked to play Pong
     assert panel.play() is False
@@ -198,3 +199,45 @@ def test_training_plot_adds_the_reference_band_for_a_game_that_has_one():
     alone = width(learning_curve_png(history, 20, "CartPole-v1", game="CartPole-v1"))
     with_band = width(learning_curve_png(history, 20, "ALE/Pong-v5", game="pong"))
     assert with_band == 2 * alone  # two panels side by side: the run, and the run over the band
+
+
+def test_evaluate_plays_whole_games_and_says_so(cartpole_checkpoint, tmp_path):
+    panel = GameplayPanel("CartPole-v1", str(cartpole_checkpoint), video_dir=tmp_path, eval_games=2)
+    assert panel.evaluate() is True
+    assert len(panel.result.scores) == 2
+    text = panel.evaluation.value
+    assert f"{cartpole_checkpoint}: mean {panel.result.mean:+.1f}" in text
+    assert "over 2 whole games" in text and "shipped agent" not in text  # no CartPole agent
+    panel.checkpoint.value = ""
+    assert panel.evaluate() is False and "Evaluate needs a checkpoint" in panel.evaluation.value
+
+
+@pytest.mark.timeout(120)
+def test_evaluate_shows_the_shipped_agents_score_and_whether_the_games_match(tmp_path):
+    from a3c_course import pretrained
+    from a3c_course.pretrained import card_sticky_actions
+
+    card = pretrained.card("pong")
+    torch.manual_seed(0)
+    mine = save_checkpoint(tmp_path / "checkpoint.pt", ActorCritic((1, 42, 42), 6, 32),
+                           TrainConfig(game="pong", hidden_size=32))  # fmt: skip
+    panel = GameplayPanel("pong", str(mine), video_dir=tmp_path, eval_games=1)
+    panel.sticky.value = 0.25 if card_sticky_actions(card) != 0.25 else 0.0
+    assert panel.evaluate() is True
+    text = panel.evaluation.value
+    assert f"from its card: mean {card['evaluation']['mean']:+.1f}" in text
+    assert "Not the same game" in text and PRETRAINED in text
+    panel.checkpoint.value, panel.sticky.value = PRETRAINED, card_sticky_actions(card)
+    assert panel.evaluate() is True
+    assert panel.evaluation.value.startswith(f"{PRETRAINED}: mean")
+    assert "Not the same game" not in panel.evaluation.value
+    assert panel.result.mean in card["evaluation"]["scores"]  # its card's first game, replayed
+
+
+def test_a_cards_sticky_actions_come_from_its_key_else_its_command():
+    from a3c_course.pretrained import card_sticky_actions
+
+    assert card_sticky_actions({"evaluation": {"sticky_actions": 0.25, "command": "x"}}) == 0.25
+    assert card_sticky_actions({"evaluation": {"command": "evaluate --sticky-actions 0"}}) == 0.0
+    no_flag = {"evaluation": {"command": "a3c-course evaluate --pretrained pong"}}
+    assert card_sticky_actions(no_flag) == TrainConfig().sticky_actions

@@ -18,6 +18,7 @@ from a3c_course.model import ActorCritic
 from a3c_course.worker import (
     EnvRunner,
     collect_rollout,
+    make_worker_envs,
     rollout_loss,
     sync_from_shared,
     update_shared,
@@ -365,3 +366,31 @@ def test_sync_copies_the_shared_weights_in_place():
 def test_hand_log_softmax_matches_torch():  # keeps the hand computation above honest
     logits = torch.randn(1, 2)
     torch.testing.assert_close(logits - logits.exp().sum().log(), F.log_softmax(logits, dim=1))
+
+
+def test_a_breakout_policy_that_never_fires_cannot_stall_training():
+    """Sampled from a policy that all but never picks FIRE (NOOP's logit far above the others),
+    Breakout's training episodes still end: FireOnLifeStart serves each ball, the paddle misses,
+    the lives run out. Without the wrapper the ball never comes and a game could last forever."""
+    config = TrainConfig(game="breakout", envs_per_worker=2, rollout_steps=20)
+    envs = make_worker_envs(config, worker_id=0)
+    model = ActorCritic.for_env(envs[0], **config.network_options)
+    fire = envs[0].unwrapped.get_action_meanings().index("FIRE")
+    with torch.no_grad():
+        model.actor.weight.zero_()
+        model.actor.bias.fill_(-50.0)
+        model.actor.bias[0] = 50.0  # NOOP
+    runner = EnvRunner(envs, model.hidden_size)
+    episodes, actions = [], []
+    try:
+        for _ in range(150):  # 6,000 agent steps: several whole games of a paddle that never moves
+            rollout, ended = collect_rollout(model, runner, config.rollout_steps)
+            actions.append(rollout.actions)
+            episodes += ended
+            if len(episodes) >= 2:
+                break
+    finally:
+        runner.close()
+    assert not (torch.cat(actions) == fire).any()  # the policy itself never fired
+    assert len(episodes) >= 2, "training episodes of a never-firing policy did not end"
+    assert all(e.length < 3_000 for e in episodes)

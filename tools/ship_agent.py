@@ -5,10 +5,13 @@
     .venv/bin/python tools/ship_agent.py reference runs/pong-seed0 runs/pong-seed1 --game pong
 
 agent: takes the run's best.pt (the evaluated weights with the best mean; checkpoint.pt with
-    --last), stores its weights in float16 as a3c_course/data/<game>.pt, evaluates that file with
-    `a3c_course.evaluate` (the code behind `a3c-course evaluate`) over --episodes episodes, and
-    writes the card a3c_course/data/<game>.json: the training command, seed, versions, machine,
-    training time and steps, and the evaluation with the command that reproduces it.
+    --last; with --select K, the best of the K snapshots whose training evaluations scored highest,
+    re-scored on --select-episodes games of other seeds than the card's), stores its weights in
+    float16 as a3c_course/data/<game>.pt, evaluates that file with `a3c_course.evaluate` (the code
+    behind `a3c-course evaluate`) over --episodes games under the course's protocol (sticky actions
+    0.25) and again in the deterministic game (sticky actions 0), and writes the card
+    a3c_course/data/<game>.json: the training command, seed, versions, machine, training time and
+    steps, and both evaluations with the commands that reproduce them.
 reference: copies each run's episode and evaluation records (no loss records: they are most of
     the file and the band does not use them) to a3c_course/data/reference/<game>/<run>.jsonl, and
     records each run's config and training command in runs.json beside them.
@@ -32,6 +35,7 @@ from a3c_course.checkpoint import (
     model_from_checkpoint,
     save_checkpoint,
 )
+from a3c_course.envs import STICKY_ACTIONS
 from a3c_course.evaluate import evaluate
 from a3c_course.throughput import machine_description
 from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
@@ -39,19 +43,63 @@ from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
 DATA = Path(a3c_course.__file__).parent / "data"
 
 
-def ship_agent(run: Path, game: str, command: str, episodes: int, last: bool) -> Path:
-    source = run / (CHECKPOINT_NAME if last else BEST_CHECKPOINT_NAME)
+SELECTION_SEED = 10_000  # selection games never reuse the card's seeds (0 .. episodes - 1)
+
+
+def select_snapshot(run: Path, game: str, count: int, episodes: int) -> Path:
+    """Of the `count` snapshots with the best training evaluations, the one that scores best on
+    `episodes` fresh games (seeds from SELECTION_SEED): one lucky 10-game mean does not choose."""
+    evaluations = [r for r in read_metrics(run / METRICS_NAME) if r.get("snapshot")]
+    candidates = sorted(evaluations, key=lambda r: r["mean"], reverse=True)[:count]
+    scored = []
+    for record in candidates:
+        path = run / "snapshots" / record["snapshot"]
+        mean = evaluate(load_checkpoint(path, expect_game=game), game, episodes,
+                        seed=SELECTION_SEED).mean  # fmt: skip
+        print(f"  {record['snapshot']}: training evaluation {record['mean']:+.1f}, now {mean:+.2f}")
+        scored.append((mean, path))
+    return max(scored)[1]
+
+
+def evaluation_record(checkpoint, game: str, episodes: int, sticky: float, label: str) -> dict:
+    result = evaluate(checkpoint, game, episodes, seed=0, sticky_actions=sticky)
+    flag = "" if sticky == STICKY_ACTIONS else f" --sticky-actions {sticky:g}"
+    return {
+        "command": f"a3c-course evaluate --pretrained {game} --episodes {episodes}{flag}",
+        "protocol": label,
+        "sticky_actions": sticky,
+        "episodes": episodes,
+        "policy": "greedy, full games, up to 30 random no-ops (seed k for game k), raw score",
+        "mean": result.mean,
+        "std": result.std,
+        "min": result.min,
+        "max": result.max,
+        "capped": sum(result.capped),
+        "scores": result.scores,
+    }
+
+
+def ship_agent(
+    run: Path, game: str, command: str, episodes: int, last: bool, select: int = 0,
+    select_episodes: int = 20,
+) -> Path:  # fmt: skip
+    if select:
+        source = select_snapshot(run, game, select, select_episodes)
+    else:
+        source = run / (CHECKPOINT_NAME if last else BEST_CHECKPOINT_NAME)
     checkpoint = load_checkpoint(source, expect_game=game)
     model = model_from_checkpoint(checkpoint).half()  # float16 storage: half the size
     target = DATA / f"{game}.pt"
     save_checkpoint(target, model, checkpoint.config, **checkpoint.metadata)
     shipped = load_checkpoint(target, expect_game=game)  # evaluate the file exactly as shipped
-    result = evaluate(shipped, game, episodes, seed=0)
+    protocol = evaluation_record(shipped, game, episodes, STICKY_ACTIONS, "the course's (sticky actions)")
+    deterministic = evaluation_record(shipped, game, episodes, 0.0, "deterministic (sticky actions 0)")
     history = read_metrics(run / METRICS_NAME)
     at_save = [r for r in history if r["steps"] <= checkpoint.metadata["steps"]]
     card = {
         "game": game,
-        "source": f"{source.name} of the run (steps {checkpoint.metadata['steps']:,})",
+        "source": f"{source.name} of the run (steps {checkpoint.metadata['steps']:,})"
+        + (f", chosen of {select} snapshots by {select_episodes} fresh games" if select else ""),
         "training": {
             "command": command,
             "seed": checkpoint.config.seed,
@@ -60,23 +108,16 @@ def ship_agent(run: Path, game: str, command: str, episodes: int, last: bool) ->
             "minutes": round(at_save[-1]["elapsed_s"] / 60, 1) if at_save else None,
             "eval_mean_during_training": checkpoint.metadata.get("eval_mean"),
         },
-        "evaluation": {
-            "command": f"a3c-course evaluate --pretrained {game} --episodes {episodes}",
-            "episodes": episodes,
-            "policy": "greedy, random no-op starts (seed k for episode k), no sticky actions",
-            "mean": result.mean,
-            "std": result.std,
-            "min": result.min,
-            "max": result.max,
-            "scores": result.scores,
-        },
+        "evaluation": protocol,
+        "evaluation_deterministic": deterministic,
         "package_version": a3c_course.__version__,
         "torch_version": torch.__version__,
         "machine": machine_description().split(", load average")[0],
         "date": datetime.date.today().isoformat(),
     }
     target.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
-    print(f"{target}: {target.stat().st_size / 1e6:.2f} MB, evaluation mean {result.mean:+.2f}")
+    print(f"{target}: {target.stat().st_size / 1e6:.2f} MB, evaluation mean {protocol['mean']:+.2f} "
+          f"(deterministic: {deterministic['mean']:+.2f})")  # fmt: skip
     return target
 
 
@@ -104,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("run", type=Path)
     agent.add_argument("--game", required=True)
     agent.add_argument("--command", required=True, help="the command that trained the run")
-    agent.add_argument("--episodes", type=int, default=10)
+    agent.add_argument("--episodes", type=int, default=30, help="games per evaluation (30)")
+    agent.add_argument("--select", type=int, default=0, metavar="K",
+                       help="choose among the K best-scored snapshots by fresh games")  # fmt: skip
+    agent.add_argument("--select-episodes", type=int, default=20)
     agent.add_argument("--last", action="store_true", help="ship checkpoint.pt, not best.pt")
     reference = commands.add_parser("reference", help="ship runs' curves as reference runs")
     reference.add_argument("runs", type=Path, nargs="+")
@@ -114,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.what == "agent":
-        ship_agent(args.run, args.game, args.command, args.episodes, args.last)
+        ship_agent(args.run, args.game, args.command, args.episodes, args.last, args.select,
+                   args.select_episodes)  # fmt: skip
     else:
         ship_reference(args.runs, args.game, args.commands)
     return 0

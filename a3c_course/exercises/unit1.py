@@ -1,12 +1,13 @@
-"""Checks for notebook 01's exercises (environments and preprocessing).
+"""Checks and hints for notebook 01's exercises (environments and preprocessing).
 
 1.1 check_preprocess_frame    preprocess_frame(frame, rows, size=42): RGB screen -> float32 (1, size, size)
-1.2 check_running_normalizer  RunningNormalizer(alpha, eps): the original course's per-process normaliser
-1.3 check_skip_frames         skip_frames(env, action, skip=4): repeat an action, sum rewards, max-pool
+1.2 check_skip_frames         skip_frames(env, action, skip=4): repeat an action, sum rewards, max-pool
+1.3 check_running_normalizer  RunningNormalizer(alpha, eps): the original course's per-process normaliser
 
 Each check runs the learner's code on several inputs (real game frames and edge cases) and compares
-with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, the
-formula of the original's NormalizedEnv for 1.2, and a scripted emulator for 1.3.
+with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, a
+scripted emulator for 1.2, and the formula of the original's NormalizedEnv for 1.3. HINTS holds
+each exercise's hints, from the idea to a close sketch (the notebook shows them one at a time).
 """
 
 from __future__ import annotations
@@ -18,7 +19,45 @@ from typing import Any
 import cv2
 import numpy as np
 
-from a3c_course.exercises.core import Case, check_cases, close
+from a3c_course.exercises.core import Case, check_cases, close, report
+
+HINTS = {
+    "1.1": [
+        "Section 3 did it on one frame, step by step: crop, grey, resize, scale. Do the same four "
+        "steps in that order, with <code>rows</code> and <code>size</code> in place of Breakout's "
+        "numbers.",
+        "Crop with <code>frame[top:bottom]</code> (<code>top, bottom = rows</code>); grey with "
+        "<code>@ LUMA</code>, rounded and made <code>uint8</code>; resize with "
+        "<code>cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)</code> (the size is "
+        "(width, height)); divide by 255.",
+        "A sketch: <code>crop -> grey -> small = resize(grey) -> small as float32 / 255 -> add a "
+        "leading axis</code>; the last step is <code>(...)[None]</code>, which turns (42, 42) into "
+        "(1, 42, 42).",
+    ],
+    "1.2": [
+        "Call <code>env.step(action)</code> again and again with the same action, keep every frame "
+        "it returns, add up the rewards, and stop as soon as the episode ends.",
+        "A <code>for</code> loop over <code>range(skip)</code> with a list of frames and a running "
+        "total; <code>break</code> when <code>terminated or truncated</code>. After the loop, pool "
+        "the last two frames with <code>np.maximum</code>.",
+        "A sketch of the end: <code>pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 "
+        "else frames[-1]</code>; return it with the total and the last step's "
+        "<code>terminated, truncated, info</code>.",
+    ],
+    "1.3": [
+        "Each instance remembers three things between calls: the two running averages and the "
+        "number of frames seen, <code>t</code>. Create them on <code>self</code> in "
+        "<code>__init__</code> (not on the class: every process has its own).",
+        "In <code>__call__</code>: add 1 to <code>t</code>; update both averages with "
+        "<code>obs.mean()</code> and <code>obs.std()</code>; divide each by "
+        "<code>1 - alpha ** t</code>; then return the standardised <code>obs</code>, with "
+        "<code>eps</code> added to the standard deviation.",
+        "A sketch: <code>self.mean = self.alpha * self.mean + (1 - self.alpha) * obs.mean()</code> "
+        "is one update (the other is the same with std). Store the averages as they are and "
+        "correct a copy at each call: "
+        "<code>mean_hat = self.mean / (1 - self.alpha ** self.t)</code>.",
+    ],
+}
 
 # ----------------------------------------------------------------------------------------------
 # Frames for the checks: real screens from the games, made once per session.
@@ -109,12 +148,9 @@ def check_preprocess_frame(preprocess_frame: Callable) -> bool:
     breakout_rows, pong_rows = (32, 196), (34, 194)
 
     def case(description, frame, rows, size=42):
-        return Case(
-            f"{description} (rows={rows}, size={size})",
-            (frame, rows),
-            reference_preprocess_frame(frame, rows, size),
-            {"size": size},
-        )
+        expected = reference_preprocess_frame(frame, rows, size)
+        described = f"{description} (rows={rows}, size={size})"
+        return Case(described, (frame, rows), expected, {"size": size})
 
     cases = [
         case("a Breakout screen", breakout, breakout_rows),
@@ -131,104 +167,7 @@ def check_preprocess_frame(preprocess_frame: Callable) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# 1.2 The original course's running normaliser (NormalizedEnv), one per process.
-
-
-def reference_running_normalise(
-    frames: list[np.ndarray], alpha: float, eps: float, start: int = 0
-) -> np.ndarray:
-    """The formula, step by step (t = 1, 2, ...), with m_0 = s_0 = 0:
-
-    m_t = alpha m_{t-1} + (1 - alpha) mean(x_t),   s_t = alpha s_{t-1} + (1 - alpha) std(x_t)
-    y_t = (x_t - m_t / (1 - alpha^t)) / (s_t / (1 - alpha^t) + eps)
-    """
-    m = s = 0.0
-    outputs = []
-    for t, x in enumerate(frames, start=1):
-        x64 = np.asarray(x, np.float64)
-        m = alpha * m + (1 - alpha) * x64.mean()
-        s = alpha * s + (1 - alpha) * x64.std()
-        correction = 1 - alpha**t
-        outputs.append((x64 - m / correction) / (s / correction + eps))
-    return np.stack(outputs)
-
-
-def _feed(normalizer_class: Callable, name: str) -> Callable:
-    """Make one normaliser per stream and feed it that stream's frames in turn; stack the outputs."""
-
-    def run(streams: list[list[np.ndarray]], alpha: float, eps: float = 1e-8):
-        normalizers = [normalizer_class(alpha=alpha, eps=eps) for _ in streams]
-        outputs: list[list[np.ndarray]] = [[] for _ in streams]
-        for t in range(max(len(s) for s in streams)):
-            for i, stream in enumerate(streams):  # interleaved, like two processes side by side
-                if t < len(stream):
-                    outputs[i].append(np.asarray(normalizers[i](stream[t].copy()), np.float64))
-        return np.stack([np.stack(o) for o in outputs])
-
-    run.__name__ = name
-    return run
-
-
-def _compare_normalised(got: Any, expected: np.ndarray) -> str | None:
-    got_a = np.asarray(got, np.float64)
-    if got_a.shape == expected.shape:
-        if np.isnan(got_a).any() or np.isinf(got_a).any():
-            return (
-                "some outputs are nan or inf: a frame whose pixels are all equal has std 0; "
-                "divide by (std + eps), not by std"
-            )
-        scale_got, scale_exp = np.abs(got_a).max(), np.abs(expected).max()
-        if scale_exp > 0 and scale_got > 50 * scale_exp:
-            return (
-                f"outputs up to {scale_got:.1f}, expected at most {scale_exp:.2f}: the running averages "
-                "start at 0, so divide them by (1 - alpha**t) (the bias correction) before using them"
-            )
-    problem = close(got_a, expected, atol=1e-4, rtol=1e-4)
-    if problem is None:
-        return None
-    return (
-        f"{problem}. Check: update the averages with this frame first, then normalise it; "
-        "count t from 1 at the first frame; average each frame's std (not its variance)"
-    )
-
-
-def check_running_normalizer(RunningNormalizer: Callable) -> bool:
-    """Exercise 1.2: RunningNormalizer(alpha=0.9999, eps=1e-8); calling it on an observation
-    updates its running mean and std and returns the normalised observation."""
-    rng = np.random.default_rng(12)
-    screens = _game_frames("ALE/Breakout-v5", 120)[40::4][:12]
-    breakout = [reference_preprocess_frame(f, (32, 196), 42) for f in screens]  # observations
-    drifting = [
-        (rng.random((1, 42, 42)) * (0.2 + 0.06 * t) + 0.03 * t).astype(np.float32)
-        for t in range(10)
-    ]
-    constant = [np.full((1, 42, 42), 0.5, np.float32)] * 3
-
-    def case(description, streams, alpha, eps=1e-8):
-        expected = np.stack([reference_running_normalise(s, alpha, eps) for s in streams])
-        return Case(f"{description} (alpha={alpha})", (streams, alpha), expected, {"eps": eps})
-
-    cases = [
-        case(
-            "the first frame only: after bias correction it is standardised by itself",
-            [breakout[:1]],
-            0.9999,
-        ),
-        case("12 Breakout frames in a row", [breakout], 0.9999),
-        case("10 noise frames that grow brighter, with a short memory", [drifting], 0.5),
-        case("three frames of one flat grey (std 0)", [constant], 0.5),
-        case(
-            "two normalisers used in turn, each with its own frames",
-            [breakout[:6], drifting[:6]],
-            0.9,
-        ),
-    ]
-    name = _name(RunningNormalizer)
-    return check_cases("1.2", _feed(RunningNormalizer, name), cases, _compare_normalised)
-
-
-# ----------------------------------------------------------------------------------------------
-# 1.3 Frame skipping with max-pooling of the last two frames.
+# 1.2 Frame skipping with max-pooling of the last two frames.
 
 
 class ScriptedGame:
@@ -236,9 +175,7 @@ class ScriptedGame:
     truncated) and counts the calls. Frames are 6x6 grey images in which a 'sprite' blinks."""
 
     def __init__(self, script):
-        self.script = list(script)
-        self.calls = 0
-        self.actions: list[Any] = []
+        self.script, self.calls, self.actions = list(script), 0, []
 
     def step(self, action):
         if self.calls >= len(self.script):
@@ -255,9 +192,7 @@ def _blinking_frames(n: int, seed: int) -> list[np.ndarray]:
     frames = []
     for t in range(n):
         frame = np.full((6, 6), 20, np.uint8)
-        frame[t % 2 :: 2, (t * 2) % 6] = rng.integers(
-            60, 255
-        )  # a sprite that is there every other frame
+        frame[t % 2 :: 2, (t * 2) % 6] = rng.integers(60, 255)  # there every other frame
         frame[5, t % 6] = 200  # the 'paddle' moves one pixel a frame
         frames.append(frame)
     return frames
@@ -346,7 +281,7 @@ def _compare_skip(got: dict, expected: dict) -> str | None:
 
 
 def check_skip_frames(skip_frames: Callable) -> bool:
-    """Exercise 1.3: skip_frames(env, action, skip=4) -> (frame, total_reward, terminated, truncated, info)."""
+    """Exercise 1.2: skip_frames(env, action, skip=4) -> (frame, total_reward, terminated, truncated, info)."""
     frames = _blinking_frames(8, seed=13)
 
     def script(rewards, end_at=None, flag="terminated"):
@@ -372,4 +307,131 @@ def check_skip_frames(skip_frames: Callable) -> bool:
         ("skip=3", script([0.0, 1.0, 1.0]), 3),
     ]
     cases = [Case(d, (s, k), reference_skip_frames(s, k)) for d, s, k in scripts]
-    return check_cases("1.3", _play_skip(skip_frames, _name(skip_frames)), cases, _compare_skip)
+    return check_cases("1.2", _play_skip(skip_frames, _name(skip_frames)), cases, _compare_skip)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1.3 The original course's running normaliser (NormalizedEnv), one per process.
+
+
+def reference_running_normalise(
+    frames: list[np.ndarray], alpha: float, eps: float, start: int = 0
+) -> np.ndarray:
+    """The formula, step by step (t = 1, 2, ...), with m_0 = s_0 = 0:
+
+    m_t = alpha m_{t-1} + (1 - alpha) mean(x_t),   s_t = alpha s_{t-1} + (1 - alpha) std(x_t)
+    y_t = (x_t - m_t / (1 - alpha^t)) / (s_t / (1 - alpha^t) + eps)
+    """
+    m = s = 0.0
+    outputs = []
+    for t, x in enumerate(frames, start=1):
+        x64 = np.asarray(x, np.float64)
+        m = alpha * m + (1 - alpha) * x64.mean()
+        s = alpha * s + (1 - alpha) * x64.std()
+        correction = 1 - alpha**t
+        outputs.append((x64 - m / correction) / (s / correction + eps))
+    return np.stack(outputs)
+
+
+def _feed(normalizer_class: Callable, name: str) -> Callable:
+    """Make one normaliser per stream and feed it that stream's frames in turn; stack the outputs."""
+
+    def run(streams: list[list[np.ndarray]], alpha: float, eps: float = 1e-8):
+        normalizers = [normalizer_class(alpha=alpha, eps=eps) for _ in streams]
+        outputs: list[list[np.ndarray]] = [[] for _ in streams]
+        for t in range(max(len(s) for s in streams)):
+            for i, stream in enumerate(streams):  # interleaved, like two processes side by side
+                if t < len(stream):
+                    outputs[i].append(np.asarray(normalizers[i](stream[t].copy()), np.float64))
+        return np.stack([np.stack(o) for o in outputs])
+
+    run.__name__ = name
+    return run
+
+
+def _compare_normalised(got: Any, expected: np.ndarray) -> str | None:
+    got_a = np.asarray(got, np.float64)
+    if got_a.shape == expected.shape:
+        if np.isnan(got_a).any() or np.isinf(got_a).any():
+            return (
+                "some outputs are nan or inf: a frame whose pixels are all equal has std 0; "
+                "divide by (std + eps), not by std"
+            )
+        scale_got, scale_exp = np.abs(got_a).max(), np.abs(expected).max()
+        if scale_exp > 0 and scale_got > 50 * scale_exp:
+            return (
+                f"outputs up to {scale_got:.1f}, expected at most {scale_exp:.2f}: the running averages "
+                "start at 0, so divide them by (1 - alpha**t) (the bias correction) before using them"
+            )
+    problem = close(got_a, expected, atol=1e-4, rtol=1e-4)
+    if problem is None:
+        return None
+    return (
+        f"{problem}. Check: update the averages with this frame first, then normalise it; "
+        "count t from 1 at the first frame; average each frame's std (not its variance)"
+    )
+
+
+SHARED_STATE = (
+    "your instances share their statistics: keep mean, std and t on self (set them in __init__), "
+    "not on the class"
+)
+
+
+def _instances_share_state(normalizer_class: Callable) -> bool:
+    """Whether feeding one instance changes what another returns: the same two frames go to a
+    lone instance and to one whose sibling is fed other frames in between. Any error counts as
+    no (the cases then report it, or NOT ATTEMPTED for a stub)."""
+    x1 = np.linspace(0.0, 1.0, 42 * 42, dtype=np.float32).reshape(1, 42, 42)
+    x2, other = x1 * 0.5, np.full((1, 42, 42), 0.9, np.float32) + x1 * 0.1
+    try:
+        alone = normalizer_class(alpha=0.5, eps=1e-8)
+        alone(x1.copy())
+        expected = np.asarray(alone(x2.copy()), np.float64)
+        mine, sibling = normalizer_class(alpha=0.5, eps=1e-8), normalizer_class(alpha=0.5, eps=1e-8)
+        mine(x1.copy())
+        for _ in range(3):
+            sibling(other.copy())
+        got = np.asarray(mine(x2.copy()), np.float64)
+        return got.shape == expected.shape and not np.allclose(got, expected, equal_nan=True)
+    except Exception:
+        return False
+
+
+def check_running_normalizer(RunningNormalizer: Callable) -> bool:
+    """Exercise 1.3: RunningNormalizer(alpha=0.9999, eps=1e-8); calling it on an observation
+    updates its running mean and std and returns the normalised observation."""
+    rng = np.random.default_rng(12)
+    screens = _game_frames("ALE/Breakout-v5", 120)[40::4][:12]
+    breakout = [reference_preprocess_frame(f, (32, 196), 42) for f in screens]  # observations
+    drifting = [
+        (rng.random((1, 42, 42)) * (0.2 + 0.06 * t) + 0.03 * t).astype(np.float32)
+        for t in range(10)
+    ]
+    constant = [np.full((1, 42, 42), 0.5, np.float32)] * 3
+
+    def case(description, streams, alpha, eps=1e-8):
+        expected = np.stack([reference_running_normalise(s, alpha, eps) for s in streams])
+        return Case(f"{description} (alpha={alpha})", (streams, alpha), expected, {"eps": eps})
+
+    cases = [
+        case(
+            "the first frame only: after bias correction it is standardised by itself",
+            [breakout[:1]],
+            0.9999,
+        ),
+        case("12 Breakout frames in a row", [breakout], 0.9999),
+        case("10 noise frames that grow brighter, with a short memory", [drifting], 0.5),
+        case("three frames of one flat grey (std 0)", [constant], 0.5),
+        case(
+            "two normalisers used in turn, each with its own frames",
+            [breakout[:6], drifting[:6]],
+            0.9,
+        ),
+    ]
+    name = _name(RunningNormalizer)
+    if _instances_share_state(RunningNormalizer):
+        return report("1.3", name, SHARED_STATE)
+    return check_cases("1.3", _feed(RunningNormalizer, name), cases, _compare_normalised)
+
+

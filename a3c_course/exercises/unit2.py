@@ -6,13 +6,17 @@
 
 Each check runs the learner's function on cases whose answers come from independent references
 (NumPy in float64, closed forms, torch.nn.LSTMCell), prints one verdict line and returns whether the
-exercise passed.
+exercise passed. When 2.3 fails, the check also names the likely cause if the learner's output is
+exactly that of a cell with a known mistake (gates in another order, sigmoid where tanh belongs, a
+missing term).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -21,27 +25,35 @@ from a3c_course.exercises.core import Case, check_cases, close
 
 HINTS = {
     "2.1": [
-        "Start from log-probabilities, not probabilities: <code>log_p = torch.log_softmax(logits, dim=-1)</code>.",
-        "Then H = -sum_a pi(a|s) log pi(a|s): <code>-(log_p.exp() * log_p).sum(dim=-1)</code>.",
-        "Why not <code>p = logits.exp() / logits.exp().sum()</code>? exp(1000) is inf in float32 and "
-        "inf / inf is NaN. log_softmax subtracts the largest logit first, so nothing overflows.",
+        "Work with log-probabilities, never with probabilities made by <code>exp</code> and a sum: "
+        "exp(1000) is inf in float32 (inf / inf is NaN), and a probability that rounds to 0 has "
+        "log(0) = -inf.",
+        "<code>torch.log_softmax(logits, dim=-1)</code> gives log pi(a|s) over the last axis (the "
+        "actions), computed stably; its <code>exp()</code> gives the probabilities. Then "
+        "H = -sum_a pi(a|s) log pi(a|s), summed over that same axis.",
+        "A sketch: <code>log_p = log_softmax(logits over the actions)</code>, then "
+        "<code>H = -(sum over the actions of exp(log_p) * log_p)</code>. Torch operations only, so "
+        "the result keeps its graph.",
     ],
     "2.2": [
         "Run the buggy function on a batch of two states and look at its output: do the probabilities "
         "of each state (each row) add up to 1? What adds up to 1 instead?",
         "<code>dim=0</code> is the batch axis of a (B, n_actions) tensor. The actions are always the "
         "<b>last</b> axis, whatever the batch shape: use <code>dim=-1</code>, in both places.",
-        "The max subtracted for stability must be each row's own max "
-        "(<code>logits.max(dim=-1, keepdim=True).values</code>), or simply use "
-        "<code>torch.softmax(logits, dim=-1)</code>.",
+        "A sketch: subtract each row's own max, kept as a column so that it broadcasts "
+        "(<code>logits.max(dim=-1, keepdim=True).values</code>), exponentiate, and divide by the "
+        "sum over the same axis, also with <code>keepdim=True</code>.",
     ],
     "2.3": [
-        "Compute all four gates at once: <code>gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T "
-        "+ bias_hh</code>, shape (B, 4 * hidden).",
-        "Split them in PyTorch's order, input, forget, cell, output: "
-        "<code>i, f, g, o = gates.chunk(4, dim=1)</code>; sigmoid for i, f and o, tanh for g.",
-        "<code>c_new = f * c + i * g</code> and <code>h_new = o * torch.tanh(c_new)</code>; "
-        "return <code>(h_new, c_new)</code>.",
+        "Each of the four gates adds the same four terms (the equations above): a matrix times x, a "
+        "matrix times h, and two biases. PyTorch stacks the four gates' matrices in one: compute all "
+        "four gates with one product each.",
+        "<code>gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh</code> has shape "
+        "(B, 4 * hidden); <code>.chunk(4, dim=1)</code> splits it in PyTorch's order: input, forget, "
+        "cell (g), output.",
+        "A sketch: <code>i, f, g, o = four chunks</code>; sigmoid for i, f and o, tanh for g; "
+        "<code>c_new = (keep part of c) + (write part of g)</code>; "
+        "<code>h_new = o * tanh(c_new)</code>.",
     ],
 }
 
@@ -219,13 +231,86 @@ def _lstm_case(description, batch, n_in, hidden, seed, scale=1.0, zero_state=Fal
     return Case(description, args, _lstm_reference(*args))
 
 
-def _compare_lstm(got, expected) -> str | None:
+def _compare_lstm(got, expected, cause: str | None = None) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"return a pair (h_new, c_new), got a {type(got).__name__}"
     for name, g, e in zip(("h_new", "c_new"), got, expected, strict=True):
         problem = _finite_problem(g) or close(g, e, atol=1e-5, rtol=1e-4)
         if problem:
-            return f"{name}: {problem}"
+            return f"{name}: {problem}" + (f". Likely cause: {cause}" if cause else "")
+    return None
+
+
+# Mistakes that are cheap to recognise: the learner's output equals the cell computed with the
+# mistake. Each is (what the cell does differently, the cause in words).
+TORCH_ORDER = "ifgo"
+
+
+def _lstm_variant(args, order=TORCH_ORDER, gate=torch.sigmoid, candidate=torch.tanh, **mistake):
+    """nn.LSTMCell's step, or the same step with one of the mistakes the check can name.
+
+    order: which gate each of the four chunks is read as; gate and candidate: the activations of
+    i, f, o and of g; mistake: squash (what h applies to c), old_c (h from the old c),
+    no_recurrence (h_{t-1} left out), one_bias (bias_hh left out), swapped (returns (c, h)).
+    """
+    x, h, c, weight_ih, weight_hh, bias_ih, bias_hh = args
+    recurrent = 0 if mistake.get("no_recurrence") else h @ weight_hh.T
+    gates = x @ weight_ih.T + bias_ih + recurrent + (0 if mistake.get("one_bias") else bias_hh)
+    chunk = dict(zip(order, gates.chunk(4, dim=1), strict=True))
+    i, f, o = (gate(chunk[name]) for name in "ifo")
+    c_new = f * c + i * candidate(chunk["g"])
+    h_new = o * mistake.get("squash", torch.tanh)(c if mistake.get("old_c") else c_new)
+    return (c_new, h_new) if mistake.get("swapped") else (h_new, c_new)
+
+
+def _gate_order_mistakes() -> list[tuple[dict, str]]:
+    return [
+        (
+            {"order": "".join(order)},
+            f"your gates read the four chunks as {', '.join(order)}; PyTorch's LSTMCell stacks "
+            "them as input, forget, cell (g), output: i, f, g, o = gates.chunk(4, dim=1)",
+        )
+        for order in itertools.permutations(TORCH_ORDER)
+        if "".join(order) != TORCH_ORDER
+    ]
+
+
+LSTM_MISTAKES = [
+    (
+        {"candidate": torch.sigmoid},
+        "g, the candidate to write, takes tanh (values in (-1, 1)), "
+        "not sigmoid: c_new = f * c + i * tanh(g)",
+    ),
+    (
+        {"gate": torch.tanh},
+        "the gates i, f and o take sigmoid (a fraction in (0, 1) to let through), not tanh",
+    ),
+    (
+        {"squash": torch.sigmoid},
+        "h_new = o * tanh(c_new): the cell state goes through tanh, not sigmoid",
+    ),
+    ({"squash": lambda c: c}, "h_new = o * tanh(c_new): the tanh of the cell state is missing"),
+    ({"old_c": True}, "h_new is computed from the new cell state c_new, not from the old c"),
+    (
+        {"no_recurrence": True},
+        "the gates ignore the previous h: add h @ weight_hh.T (a zero "
+        "state hides this; a carried state does not)",
+    ),
+    ({"one_bias": True}, "PyTorch adds two biases, bias_ih and bias_hh: one is missing"),
+    ({"swapped": True}, "return (h_new, c_new) in that order: yours returns (c_new, h_new)"),
+]
+
+
+def _likely_lstm_mistake(func: Callable) -> str | None:
+    """The mistake whose cell gives exactly the learner's output on a carried state, if any."""
+    args = _lstm_case("diagnosis", 3, 4, 5, seed=234).args
+    try:
+        got = func(*(a.clone() for a in args))
+    except Exception:  # a stub or a crash: the check itself reports it
+        return None
+    for mistake, cause in _gate_order_mistakes() + LSTM_MISTAKES:
+        if _compare_lstm(got, _lstm_variant(args, **mistake)) is None:
+            return cause
     return None
 
 
@@ -245,4 +330,5 @@ def check_lstm_cell(func: Callable) -> bool:
             scale=5.0,
         ),
     ]
-    return check_cases("2.3", func, cases, compare=_compare_lstm)
+    cause = _likely_lstm_mistake(func)
+    return check_cases("2.3", func, cases, compare=partial(_compare_lstm, cause=cause))

@@ -49,15 +49,16 @@ from a3c_course.worker import (
 
 HINTS = {
     "4.1": [
-        "Five lines, in this order: clear the <b>local</b> gradients, <code>loss.backward()</code>, "
-        "clip, hand the gradients over, <code>optimizer.step()</code>.",
-        "<code>norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)</code> "
-        "rescales the gradients in place and returns their norm <i>before</i> clipping: return "
-        "<code>float(norm)</code>.",
-        "Hand over every time: <code>for local, shared in zip(local_model.parameters(), "
-        "shared_model.parameters()): shared.grad = local.grad</code>. The optimizer holds the "
-        "shared parameters, so <code>optimizer.zero_grad()</code> alone never clears the local "
-        "gradients: use <code>local_model.zero_grad()</code>.",
+        "The gradients live on the <b>local</b> model, the optimizer holds the <b>shared</b> "
+        "parameters. Each call must start from clean local gradients, compute this loss's "
+        "gradient, clip it, give it to the shared parameters, and take one step.",
+        "Five statements, in this order: <code>local_model.zero_grad()</code>, "
+        "<code>loss.backward()</code>, <code>norm = torch.nn.utils.clip_grad_norm_(...)</code> "
+        "(it rescales in place and returns the norm <i>before</i> clipping), the hand-over, "
+        "<code>optimizer.step()</code>; return <code>float(norm)</code>.",
+        "The hand-over, every time (no 'only if None' shortcut): <code>for local, shared in "
+        "zip(local_model.parameters(), shared_model.parameters()): shared.grad = "
+        "local.grad</code>.",
     ],
     "4.2": [
         "Which tensors does <code>optimizer.zero_grad()</code> touch? The optimizer was built on the "
@@ -65,13 +66,15 @@ HINTS = {
         "<code>loss.backward()</code> adds into the local parameters' <code>.grad</code>. Since "
         "nothing clears them any more, rollout k's backward pass adds to the sum of rollouts "
         "1..k-1.",
-        "One line fixes it: <code>local_model.zero_grad()</code> before <code>loss.backward()</code>. "
-        "(<code>optimizer.zero_grad(set_to_none=False)</code> also works: it zeroes the aliased "
-        "tensors in place, as PyTorch 1.x did.)",
+        "One added call before <code>loss.backward()</code> fixes it: clear the gradients of the "
+        "model whose parameters <code>backward()</code> writes into (every <code>nn.Module</code> "
+        "has the method). Another way: make <code>optimizer.zero_grad</code> zero the aliased "
+        "tensors in place, as PyTorch 1.x did (look at its argument).",
     ],
     "4.3": [
-        "Look at the state a stock Adam creates on its first step (the notebook prints it): for each "
-        "parameter <code>p</code>, <code>optimizer.state[p]</code> is a dict with <code>'step'</code>, "
+        "Create by hand what a stock Adam's first step creates (try one on a small tensor and "
+        "print <code>adam.state</code>): for each parameter <code>p</code>, "
+        "<code>optimizer.state[p]</code> is a dict with <code>'step'</code>, "
         "<code>'exp_avg'</code> and <code>'exp_avg_sq'</code>.",
         "Loop over <code>optimizer.param_groups</code> and each group's <code>'params'</code>; create "
         "<code>torch.zeros(())</code> for the step (a float tensor, so that <code>step()</code> can "
@@ -157,6 +160,7 @@ class Trace:
     returned: list[object] = field(default_factory=list)
     own: list[torch.Tensor] = field(default_factory=list)  # each rollout's own gradient, unclipped
     norms: list[float] = field(default_factory=list)  # reference only: norms before clipping
+    steps: list[int] = field(default_factory=list)  # the shared Adam's step count after each update
 
 
 def reference_trace(scenario: Scenario) -> Trace:
@@ -201,6 +205,7 @@ def trace_updates(update: Callable, scenario: Scenario) -> Trace:
             update(local_model, shared_model, optimizer, loss, scenario.max_grad_norm)
         )
         trace.weights.append(_flat(shared_model.parameters()).clone())
+        trace.steps.append(int(optimizer.state[next(shared_model.parameters())]["step"]))
         grads = [p.grad for p in shared_model.parameters()]
         trace.applied.append(None if any(g is None for g in grads) else _flat(grads).clone())
     return trace
@@ -212,47 +217,75 @@ def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def _diagnose(got: Trace, expected: Trace, k: int, scenario: Scenario) -> str:
     """Why the shared weights after rollout k (0-based) differ, when they agreed before it."""
-    n = len(scenario.scales)
-    where = f"on rollout {k + 1} of {n} ({scenario.description})"
+    where = f"on rollout {k + 1} of {len(scenario.scales)} ({scenario.description})"
     before = got.weights[k - 1] if k else _flat(_new_network(scenario.seed).parameters())
-    gap = float((got.weights[k] - expected.weights[k]).abs().max())
-    wanted = expected.applied[k]
+    applied, wanted = got.applied[k], expected.applied[k]
     if torch.equal(got.weights[k], before):
+        if applied is None:
+            return (
+                f"{where}: the shared weights did not change: the shared parameters' .grad was "
+                "None, so the optimizer skipped them. Hand the local gradients over "
+                "(shared.grad = local.grad) before optimizer.step()"
+            )
         return (
-            f"{where}: the shared weights did not change. The shared optimizer must take one "
-            "step (optimizer.step()) with the shared parameters' .grad set to this rollout's gradient"
+            f"{where}: the shared weights did not change: the optimizer took no step. Call "
+            "optimizer.step() once per rollout, after handing over the gradients"
         )
-    applied = got.applied[k]
     if applied is not None and float((applied - wanted).abs().max()) > 1e-4 * (
         1 + float(wanted.abs().max())
     ):
-        got_norm, want_norm = float(applied.norm()), float(wanted.norm())
-        own_sum = torch.stack(got.own[: k + 1]).sum(0)
-        if k > 0 and _cosine(applied, own_sum) > _cosine(applied, got.own[k]) + 0.05:
-            return (
-                f"{where}: the optimizer was given a gradient of norm {got_norm:.4g}, but this "
-                f"rollout's own gradient (clipped) has norm {want_norm:.4g} (ratio "
-                f"{got_norm / want_norm:.2f}). It points along the sum of rollouts 1..{k + 1} "
-                f"(cosine {_cosine(applied, own_sum):.3f}) more than along this rollout's own "
-                f"(cosine {_cosine(applied, got.own[k]):.3f}): gradients from earlier rollouts "
-                "are accumulating. Clear the local gradients before each backward pass"
-            )
-        if got_norm > scenario.max_grad_norm * 1.001:
-            return (
-                f"{where}: the optimizer was given a gradient of norm {got_norm:.4g}, above "
-                f"max_grad_norm={scenario.max_grad_norm:g}; expected this rollout's gradient "
-                f"rescaled to norm {want_norm:.4g}. Clip (torch.nn.utils.clip_grad_norm_) after "
-                "backward and before the step"
-            )
+        return _wrong_gradient(got, k, scenario, where, float(wanted.norm()))
+    taken = got.steps[k] - (got.steps[k - 1] if k else 0)
+    if taken != 1:
         return (
-            f"{where}: the optimizer was given a gradient of norm {got_norm:.4g} "
-            f"(cosine {_cosine(applied, wanted):.3f} with the expected one), expected this "
-            f"rollout's own gradient, clipped, of norm {want_norm:.4g}"
+            f"{where}: the optimizer took {taken} steps on this rollout (its step count went "
+            f"from {got.steps[k] - taken} to {got.steps[k]}). Take exactly one "
+            "optimizer.step() per rollout"
+        )
+    gap = float((got.weights[k] - expected.weights[k]).abs().max())
+    return (
+        f"{where}: the shared weights differ by up to {gap:.3g} from one Adam step with this "
+        f"rollout's clipped gradient (norm {float(wanted.norm()):.4g}), though the gradient "
+        "left on the shared parameters is right: the step saw it before it was clipped. Clip "
+        "(clip_grad_norm_) before optimizer.step(), not after"
+    )
+
+
+def _wrong_gradient(got: Trace, k: int, scenario: Scenario, where: str, want_norm: float) -> str:
+    """What the gradient given to the optimizer was, when it was not this rollout's (clipped)."""
+    applied = got.applied[k]
+    got_norm, own = float(applied.norm()), got.own[k]
+    for j in range(k):  # an earlier rollout's gradient, handed over once and reused since
+        if _cosine(applied, got.own[j]) > 0.9999 and _cosine(applied, own) < 0.99:
+            return (
+                f"{where}: the optimizer was given rollout {j + 1}'s gradient again (cosine "
+                f"{_cosine(applied, got.own[j]):.3f} with it, {_cosine(applied, own):.3f} with "
+                f"this rollout's): the shared .grad still holds an old tensor. Hand the "
+                "gradients over on every update: an alias made once (ensure_shared_grads returns "
+                "early while the shared .grad is set) goes stale when local_model.zero_grad() "
+                "replaces the local tensors"
+            )
+    own_sum = torch.stack(got.own[: k + 1]).sum(0)
+    if k > 0 and _cosine(applied, own_sum) > _cosine(applied, own) + 0.05:
+        return (
+            f"{where}: the optimizer was given a gradient of norm {got_norm:.4g}, but this "
+            f"rollout's own gradient (clipped) has norm {want_norm:.4g} (ratio "
+            f"{got_norm / want_norm:.2f}). It points along the sum of rollouts 1..{k + 1} "
+            f"(cosine {_cosine(applied, own_sum):.3f}) more than along this rollout's own "
+            f"(cosine {_cosine(applied, own):.3f}): gradients from earlier rollouts are "
+            "accumulating. Clear the local gradients before each backward pass"
+        )
+    if got_norm > scenario.max_grad_norm * 1.001:
+        return (
+            f"{where}: the optimizer was given a gradient of norm {got_norm:.4g}, above "
+            f"max_grad_norm={scenario.max_grad_norm:g}; expected this rollout's gradient "
+            f"rescaled to norm {want_norm:.4g}. Clip (torch.nn.utils.clip_grad_norm_) after "
+            "backward and before the step"
         )
     return (
-        f"{where}: the shared weights differ from one Adam step with this rollout's clipped "
-        f"gradient (norm {float(wanted.norm()):.4g}) by up to {gap:.3g}. Take exactly one "
-        "optimizer.step() per rollout, with the gradient clipped before the step"
+        f"{where}: the optimizer was given a gradient of norm {got_norm:.4g} (cosine "
+        f"{_cosine(applied, own):.3f} with this rollout's own), expected this rollout's own "
+        f"gradient, clipped, of norm {want_norm:.4g}"
     )
 
 

@@ -1,0 +1,62 @@
+"""benchmarks/compare.py: settings interleaved by seed, medians with bounds, one table."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def compare():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("compare", BENCHMARKS / "compare.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def run(minutes, budget=10.0, steps=None):
+    met = minutes is not None
+    return {"met": met, "minutes": minutes, "steps": steps if met else None,
+            "budget_minutes": budget, "total_steps": 1_500_000, "best": 12.0}  # fmt: skip
+
+
+def test_a_setting_names_its_script_and_options(compare):
+    assert compare.setting("defaults=--max-minutes 10") == ("defaults", "course", ["--max-minutes", "10"])
+    assert compare.setting("a2c=sb3: --vec-env dummy") == ("a2c", "sb3", ["--vec-env", "dummy"])
+    with pytest.raises(Exception, match="NAME=OPTIONS"):
+        compare.setting("--max-minutes 10")
+
+
+def test_a_missed_target_counts_as_more_than_the_budget(compare):
+    assert compare.median_of([run(4.0), run(None), run(6.0)], "minutes") == (6.0, False)
+    assert compare.median_of([run(4.0), run(None), run(None, budget=11.0)], "minutes") == (10.0, True)
+    assert compare.sooner((5.0, False), (15.0, False)) == "3.00x"
+    assert compare.sooner((5.0, False), (30.0, True)).startswith("at least 6.00x")
+    assert compare.sooner((10.0, True), (20.0, False)).startswith("at most 2.00x")
+    assert not math.isinf(compare.median_of([run(None)], "steps")[0])
+
+
+@pytest.mark.timeout(300)
+def test_two_settings_interleaved_on_cartpole(compare, tmp_path, capsys):
+    settings = ["--setting", "a=--max-minutes 0.05 --eval-interval-s 1",
+                "--setting", "b=--lr 1e-3 --max-minutes 0.05 --eval-interval-s 1"]  # fmt: skip
+    code = compare.main(["--game", "CartPole-v1", "--target-score", "100", "--seeds", "0,1",
+                         *settings, "--speed-seconds", "0.5", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    order = [line.split(":")[0] for line in out.splitlines() if line.startswith("seed ") and "," in line.split(":")[0]]
+    assert order == ["seed 0, a", "seed 0, b", "seed 1, a", "seed 1, b"]
+    record = json.loads((tmp_path / "comparison.json").read_text())
+    assert record["raw_speed_before"] > 0 and record["raw_speed_after"] > 0
+    assert [len(runs) for runs in record["results"].values()] == [2, 2]
+    table = (tmp_path / "comparison.md").read_text()
+    assert "| a |" in table and "| b |" in table and "agent steps/s before" in table

@@ -1,0 +1,114 @@
+"""Unit 3's testbed and figures (a3c_course.figures.advantages): the testbed's numbers are right,
+and each figure draws the data it says it draws."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+import torch
+
+from a3c_course.figures import advantages as fig
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return fig.record_episodes(3, np.random.default_rng(0))
+
+
+def test_the_recorded_episodes_end_by_the_pole_falling(episodes):
+    assert [len(e["rewards"]) for e in episodes] == [28, 47, 18]  # the notebook's first three
+    assert all(e["terminated"] and not e["truncated"] for e in episodes)
+    assert all(e["states"].shape == (len(e["rewards"]), 4) for e in episodes)
+
+
+def test_a_time_limit_truncates():
+    short = fig.record_episodes(4, np.random.default_rng(5), max_episode_steps=10)
+    assert any(e["truncated"] for e in short)
+    assert all(len(e["rewards"]) <= 10 for e in short)
+
+
+def test_true_values_of_a_falling_pole_and_the_critics_bias(episodes):
+    last_state = episodes[0]["states"][-1:]  # one step before the pole falls: one reward, then 0
+    assert fig.true_values(last_state, 50, np.random.default_rng(1))[0] == pytest.approx(1.0)
+    states = episodes[1]["states"]
+    v = np.zeros(len(states))
+    assert fig.critic(states, v).mean() == pytest.approx(fig.CRITIC_BIAS, abs=0.5)
+
+
+def test_n_step_target_by_hand():
+    rewards, next_values = [1.0, 1.0, 1.0], [5.0, 6.0, 7.0]
+    no_end = [False, False, False]
+    assert fig.n_step_target(rewards, next_values, no_end, 0, 1, 0.5) == 1 + 0.5 * 5
+    assert fig.n_step_target(rewards, next_values, no_end, 0, None, 0.5) == 1.75 + 0.125 * 7
+    assert fig.n_step_target(rewards, next_values, [False, True, False], 0, None, 0.5) == 1.5
+
+
+def test_the_bias_variance_experiment_trades_bias_for_variance(episodes):
+    result = fig.bias_variance_experiment(
+        episodes, n_states=3, n_rollouts=20, rollouts_for_v=4, rollouts_for_q=50,
+        lambdas=(0.0, 0.5, 1.0),
+    )
+    assert result.errors.shape == (3, 3, 20)
+    assert result.variance[0] == pytest.approx(0.0, abs=1e-12)  # deterministic physics
+    assert result.variance[-1] > result.variance[0] and result.bias[-1] < result.bias[0]
+    assert np.allclose(result.mse, result.bias**2 + result.variance)
+    assert "smallest mean squared error at lambda" in result.table()
+    figure = fig.plot_bias_variance(result)
+    lines = figure.axes[0].get_lines()
+    assert np.allclose(lines[2].get_ydata(), result.mse)
+    hist = fig.show_lambda(result, 0.5)
+    assert len(hist.axes) == 2 and "0.50" in hist.axes[0].get_title()
+
+
+def test_the_discount_figures(capsys):
+    figure = fig.plot_discount_weights()
+    assert "0.99" in capsys.readouterr().out
+    curves = figure.axes[0].get_lines()[::2]  # each curve is followed by its horizon line
+    assert np.allclose(curves[2].get_ydata()[100], 0.99**100)
+    assert "horizon 100 steps" in fig.show_discount(0.99).axes[0].get_title()
+
+
+def test_the_values_and_estimates_along_an_episode(episodes):
+    steps = len(episodes[0]["rewards"])
+    v_true = np.linspace(9, 1, steps)
+    assert len(fig.plot_values(v_true, v_true + 1).axes[0].get_lines()) == 2
+    estimates = fig.plot_estimates(episodes[0]["rewards"], v_true, v_true + 1)
+    monte_carlo = estimates.axes[0].get_lines()[1].get_ydata()
+    assert monte_carlo[-1] == 1.0 and monte_carlo[0] == pytest.approx((1 - 0.9**steps) / 0.1)
+
+
+def test_the_gae_weights_sum_to_one():
+    figure = fig.plot_gae_weights()
+    for line in figure.axes[0].get_lines():
+        assert line.get_ydata().sum() == pytest.approx(1.0)
+
+
+def test_the_timeline_shows_three_episodes_and_two_stops():
+    ax = fig.draw_rollout_timeline().axes[0]
+    texts = [text.get_text() for text in ax.texts]
+    assert [name for name in texts if name.startswith("episode")] == [
+        "episode 1", "episode 2", "episode 3"
+    ]
+    assert texts.count("x") == 2 and any("truncated" in text for text in texts)
+
+
+def test_the_time_limit_targets():
+    figure = fig.plot_time_limit_targets(np.ones(4), np.ones(3), np.zeros(3), 30)
+    assert "30-step" in figure.axes[0].get_title() and len(figure.axes[0].get_lines()) == 3
+
+
+def test_the_policy_gradient_picture():
+    assert after_step_moves_the_taken_action()
+    with_return, with_advantage = fig.baseline_samples()
+    assert with_return.mean() == pytest.approx(0.25, abs=0.2)  # unbiased, both
+    assert with_advantage.mean() == pytest.approx(0.25, abs=0.05)
+    assert with_advantage.std() < with_return.std() / 5  # the baseline removes most of the noise
+    figure = fig.plot_policy_gradient()
+    assert len(figure.axes) == 2 and len(figure.axes[0].patches) == 9  # 3 bars x 3 policies
+
+
+def after_step_moves_the_taken_action():
+    before = torch.softmax(torch.tensor([0.5, 0.0, -0.5]), 0)[0]
+    return fig.after_one_step(2.0)[0] > before > fig.after_one_step(-2.0)[0]

@@ -1,0 +1,164 @@
+"""Notebook 04's figures and harnesses (a3c_course.figures.async_training): each draws or measures
+what its cell says, on small inputs."""
+
+import sys
+import types
+from types import SimpleNamespace
+
+import matplotlib
+import numpy as np
+import pytest
+import torch.multiprocessing as mp
+
+matplotlib.use("Agg")
+
+from a3c_course.config import TrainConfig  # noqa: E402
+from a3c_course.exercises import unit4  # noqa: E402
+from a3c_course.figures import async_training as figures  # noqa: E402
+
+
+def texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_the_diagram_draws_each_worker_and_its_environments():
+    figure = figures.draw_workers(TrainConfig(game="pong", workers=3, envs_per_worker=2))
+    ax = figure.axes[0]
+    labels = texts(ax)
+    assert sum(label.startswith("worker ") for label in labels) == 3
+    assert labels.count("env 0") == labels.count("env 1") == 3 and "env 2" not in labels
+    assert "3 workers" in ax.get_title() and "2 environments" in ax.get_title()
+    assert len(ax.patches) == 1 + 3 + 3 * 2 + 2 * 3  # shared box, workers, envs, two arrows each
+
+
+def test_correlations_of_a_stream_and_across_streams():
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(size=(6, 400, 1)), axis=1)  # a slow random walk per stream
+    lagged, across = figures.correlations(walk, max_lag=10)
+    assert lagged[0] == pytest.approx(1.0) and lagged[1] > 0.8 and lagged[10] < lagged[1]
+    assert abs(across) < 0.5
+    assert figures.effective_size(8, 1.0) == pytest.approx(1.0)
+    assert figures.effective_size(8, -0.1) == 8
+
+
+def test_decorrelation_is_measured_on_pong_and_drawn():
+    d = figures.measure_decorrelation(streams=3, steps=80, warm_up=5, tail=60)
+    assert d.frames.shape == (3, 80, 42 * 42)
+    assert d.return_lag[1] > 0.8 and d.return_lag[0] == pytest.approx(1.0)
+    table = d.table()
+    assert "one stream,  1 steps apart" in table and "3 steps of one stream are worth" in table
+    figure = figures.plot_decorrelation(d, rollout_steps=20)
+    curves = figure.axes[-2:]
+    assert len(figure.axes) == 2 * 3 + 2  # a strip of frames per row, two curves
+    assert [len(ax.lines) for ax in curves] == [2, 2]  # the lag curve and the across level
+    assert np.allclose(curves[1].lines[0].get_ydata(), d.return_lag)
+
+
+def fake_reports():
+    """Two workers alternating 1-second rollouts, each update seen by the other's next one."""
+    times = {0: [(t, t + 1.0) for t in np.arange(0.0, 12, 1.0)]}
+    times[1] = [(s + 0.5, u + 0.5) for s, u in times[0]]
+    return [{"worker": w, "times": times[w], "staleness": [1] * 12} for w in (0, 1)]
+
+
+def test_the_staleness_timeline_draws_a_bar_and_a_triangle_per_rollout():
+    figure = figures.plot_staleness(fake_reports(), rollouts=5)
+    ax = figure.axes[0]
+    triangles = [line for line in ax.lines if line.get_marker() == "v"]
+    bars = [line for line in ax.lines if line.get_marker() != "v"]
+    assert len(triangles) == len(bars) > 0 and set(texts(ax)) == {"1"}
+    assert all(bar.get_xdata()[1] - bar.get_xdata()[0] == pytest.approx(1.0) for bar in bars)
+
+
+@pytest.mark.timeout(120)
+def test_the_probe_runs_workers_and_tables_their_staleness():
+    config = TrainConfig(game="CartPole-v1", workers=2, envs_per_worker=2, rollout_steps=5)
+    reports, counter = figures.run_probe(config, 2, seconds=1.0)
+    assert [r["worker"] for r in reports] == [0, 1] and mp.active_children() == []
+    updates = sum(r["updates"] for r in reports)
+    assert 0.9 * updates <= counter <= updates
+    table = figures.staleness_table({2: (reports, counter)})
+    assert table.splitlines()[1].split("|")[:2] == ["      2 ", f" {updates:7d} "]
+
+
+def test_the_gradient_table_shows_the_original_summing_rollouts():
+    rows = figures.gradient_table(rollouts=4).splitlines()[1:]
+    assert len(rows) == 4
+    first, second = ([float(x) for x in row.replace("|", " ").split()] for row in rows[:2])
+    assert first[3] == pytest.approx(1.0)  # rollout 1: the original is still right (ratio 1)
+    assert second[3] > 1.05 and second[4] == pytest.approx(1.0)  # then the sum, cosine 1
+    assert second[5] == pytest.approx(second[1])  # update_shared: this rollout's own gradient
+
+
+def test_private_adams_cancel_and_a_shared_one_follows_the_sum():
+    private, private_counts = figures.alternate_updates(shared_state=False, updates=200)
+    shared, shared_counts = figures.alternate_updates(shared_state=True, updates=200)
+    assert private_counts == [100, 100] and shared_counts == [200]
+    assert abs(private[-1]) < 0.05 < -shared[-1]
+    ax = figures.plot_private_vs_shared(updates=50).axes[0]
+    assert len(ax.lines) == 2 and "step counts [25, 25]" in ax.get_legend().texts[0].get_text()
+
+
+def test_only_shared_adam_state_survives_a_step_in_a_child():
+    stock, shared = figures.state_after_a_child_step()
+    assert "Adam: weights changed here: True" in stock and "died with it" in stock
+    assert shared.strip().startswith("SharedAdam") and "step 1, exp_avg[0] 0.10" in shared
+
+
+def test_reference_settings_are_compared_with_yours():
+    import json
+
+    from a3c_course.pretrained import data_folder
+
+    runs = json.loads((data_folder() / "reference" / "pong" / "runs.json").read_text())
+    theirs = next(run["config"] for run in runs.values() if "config" in run)
+    same = TrainConfig.from_dict({**theirs, "seed": 5, "max_minutes": 10.0, "out_dir": "x"})
+    assert figures.reference_settings_differ(same) == []
+    different = figures.reference_settings_differ(same.replace(lr=theirs["lr"] * 2))
+    assert different == [f"lr: the course's runs {theirs['lr']!r}, yours {theirs['lr'] * 2!r}"]
+
+
+def test_a_notebook_function_cannot_be_found_by_a_fresh_interpreter(monkeypatch):
+    def cell_function(tensor, value):
+        tensor.fill_(value)
+
+    cell_function.__module__, cell_function.__qualname__ = "__main__", "cell_function"
+    monkeypatch.setattr(sys.modules["__main__"], "cell_function", cell_function, raising=False)
+    assert "AttributeError" in figures.unpickle_in_a_fresh_interpreter(cell_function)
+    found = figures.unpickle_in_a_fresh_interpreter(unit4.fill_from_child)
+    assert found == "found fill_from_child"
+
+
+def test_the_live_curve_redraws_one_output_with_the_target(monkeypatch):
+    import IPython.display
+
+    shown = []
+    handle = types.SimpleNamespace(update=shown.append)
+    monkeypatch.setattr(IPython.display, "display", lambda *args, **kwargs: handle)
+    on_metrics = figures.live_curve("CartPole-v1", window=5, target=195)
+    history = [{"kind": "episode", "steps": 10 * i, "score": float(i)} for i in range(1, 12)]
+    on_metrics(SimpleNamespace(history=history, steps=110, elapsed_s=3.0))
+    ax = shown[-1].axes[0]
+    assert "110 steps in 3 s" in ax.get_title()
+    assert any(line.get_ydata()[0] == 195 for line in ax.lines)  # the target line
+
+
+def test_run_diagnostics_draw_one_line_per_worker():
+    config = TrainConfig(game="CartPole-v1", rollout_steps=10)
+    records = [{"kind": "episode", "steps": i, "score": 20.0, "elapsed_s": 1.0} for i in range(5)]
+    records += [
+        {"kind": "loss", "worker": w, "steps": s, "entropy": 6.9, "grad_norm": 3.0}
+        for s in (10, 20)
+        for w in (0, 1)
+    ]
+    figure = figures.plot_run_diagnostics(records, config)
+    _, entropy, norm = figure.axes
+    assert len(entropy.lines) == 2 and np.allclose(entropy.lines[0].get_ydata(), 0.69)
+    assert norm.lines[-1].get_ydata()[0] == config.max_grad_norm  # the clipping level
+
+
+def test_speeds_are_plotted_per_kind_of_worker():
+    speeds = {"the defaults": {1: 1000.0, 2: 1900.0}, "emulator alone": {1: 3000.0, 2: 6000.0}}
+    ax = figures.plot_speeds(speeds, "title").axes[0]
+    assert [line.get_label() for line in ax.lines] == list(speeds)
+    assert list(ax.lines[1].get_ydata()) == [3000.0, 6000.0] and ax.lines[1].get_linestyle() == "--"

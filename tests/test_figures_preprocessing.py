@@ -1,0 +1,115 @@
+"""Unit 1's figures and harnesses (a3c_course.figures.preprocessing) draw and compute what they say."""
+
+import cv2
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from a3c_course.envs import PLAY_AREA_ROWS, make_env  # noqa: E402
+from a3c_course.figures import preprocessing as figures  # noqa: E402
+from a3c_course.video import record_episode  # noqa: E402
+
+ROWS = PLAY_AREA_ROWS["ALE/Breakout-v5"]
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    """20 steps of the scripted player: the ball is in flight from the first frame on."""
+    env = make_env("breakout", render_mode="rgb_array", sticky_actions=0.0)
+    return record_episode(env, figures.follow_the_ball(env), seed=2, max_steps=20)
+
+
+def synthetic_grey(ball_at=(120, 80)):
+    """A black play area with grey side walls and a 2x4 ball (grey 110) at (row, column)."""
+    grey = np.zeros((210, 160), np.uint8)
+    grey[:, :8] = grey[:, 152:] = 142
+    row, column = ball_at
+    grey[row : row + 4, column : column + 2] = 110
+    return grey
+
+
+def test_goal_curves_draw_one_panel_per_game_with_the_band_and_median():
+    figure = figures.plot_goal_curves(["pong"])
+    (ax,) = figure.axes
+    assert ax.get_xlabel() == "wall-clock minutes" and "3 runs" in ax.get_title()
+    assert len(ax.collections) == 1 and len(ax.lines) == 1  # the min-max band, the median line
+    assert ax.lines[0].get_ydata().min() == pytest.approx(-21, abs=1)  # it starts losing 21-0
+
+
+def test_show_frame_marks_the_kept_rows(scripted):
+    ax = figures.show_frame(scripted.frames[0], ROWS).axes[0]
+    assert ax.images[0].get_array().shape == (210, 160, 3)
+    assert [line.get_ydata()[0] for line in ax.lines] == [ROWS[0] - 0.5, ROWS[1] - 0.5]
+
+
+def test_plot_images_scales_bytes_and_floats_alike():
+    figure = figures.plot_images(
+        [np.full((4, 4), 255, np.uint8), np.ones((1, 4, 4), np.float32)], ["bytes", "floats"]
+    )
+    assert [ax.get_title() for ax in figure.axes] == ["bytes", "floats"]
+    assert [ax.images[0].get_clim() for ax in figure.axes] == [(0, 255), (0, 1.0)]
+
+
+def test_ball_trace_tells_area_averaging_from_nearest_neighbour():
+    grey = synthetic_grey()
+    assert figures.ball_mask(grey).sum() == 8  # the walls are not the ball
+    area = figures.ball_trace(grey, ROWS, cv2.INTER_AREA)
+    assert 0 < area < 110 / 255  # always a trace, dimmer than the ball
+    nearest = [
+        figures.ball_trace(synthetic_grey((120, column)), ROWS, cv2.INTER_NEAREST)
+        for column in range(60, 64)
+    ]
+    assert 0.0 in nearest and 110 / 255 in nearest  # lost at some columns, whole at others
+    assert figures.ball_trace(np.zeros((210, 160), np.uint8), ROWS, cv2.INTER_AREA) is None
+
+
+def test_plot_resizing_shows_both_methods_around_the_ball(scripted):
+    greys = [figures.grey_of(frame) for frame in scripted.frames[6:10]]
+    figure = figures.plot_resizing(greys, ROWS, first_step=6)
+    assert len(figure.axes) == 8
+    assert figure.axes[0].get_title() == "step 6" and figure.axes[0].get_ylabel() == "INTER_AREA"
+    assert figure.axes[4].get_ylabel() == "INTER_NEAREST"
+    assert all(ax.images[0].get_array().shape == (13, 13) for ax in figure.axes)
+    assert all(len(ax.patches) == 1 for ax in figure.axes)  # the circle on the ball
+
+
+def test_plot_flicker_pools_each_frame_with_the_one_before():
+    screens = [np.full((210, 160, 3), t, np.uint8) for t in range(5)]
+    screens[3][150, 50] = 255  # a sprite drawn on frame 3 only
+    figure = figures.plot_flicker(screens, [3, 4])
+    assert [ax.get_title() for ax in figure.axes] == [
+        "frame 3",
+        "frame 4",
+        "max(2, 3)",
+        "max(3, 4)",
+    ]
+    pooled = figure.axes[3].images[0].get_array()  # max(3, 4): the sprite survives
+    assert pooled[50, 30].tolist() == [255, 255, 255]
+
+
+def test_the_scripted_player_plays_a_whole_game_and_its_route_replays_exactly():
+    env = make_env("breakout", sticky_actions=0.0, noop_max=0)
+    game = figures.play_game(env, figures.follow_the_ball(env), seed=0)
+    score = game["info"]["episode"]["r"]
+    assert score > 20 and game["lives"][0] == 5 and game["lives"][-1] == 0
+    assert game["terminated"] and not game["truncated"]
+    assert len(game["lives"]) == len(game["actions"]) + 1 == len(game["rewards"]) + 1
+    assert figures.blind_replay(game["actions"], seed=3, sticky_actions=0.0, noop_max=0) == score
+    figure = figures.plot_lives(game["lives"], game["rewards"])
+    lives, clipped = figure.axes[0].lines
+    assert clipped.get_ydata()[-1] == pytest.approx(sum(game["rewards"]) / 10)
+
+
+def test_observations_of_returns_each_players_own_observations():
+    random, scripted = (figures.observations_of(name, steps=30) for name in ("random", "scripted"))
+    assert len(random) == 30 and all(obs.shape == (1, 42, 42) for obs in random)
+    np.testing.assert_array_equal(random[0], scripted[0])  # the same seeded start
+    assert any(not np.array_equal(a, b) for a, b in zip(random, scripted, strict=True))
+
+
+def test_scrub_is_a_slider_over_the_episode(scripted):
+    panel = figures.scrub(scripted, start=3)
+    slider = panel.children[0]
+    assert (slider.value, slider.max) == (3, scripted.length)
