@@ -1,5 +1,6 @@
-"""Training end to end: CartPole solved by two workers, a Pong smoke run, both start methods, and
-clean stops (interrupt, crashing worker, killed worker) that leave no process behind."""
+"""Training end to end: CartPole learned by two workers (a training mean of 195, CartPole-v0's
+"solved"; v1's is 475), a Pong smoke run, both start methods, and clean stops (interrupt, crashing
+worker, killed worker) that leave no process behind."""
 
 import json
 import os
@@ -19,7 +20,7 @@ from a3c_course.trainer import WorkerError, build_shared_model, train
 
 # CartPole settings, measured on the course's 2-core machine shared with other jobs: a learning
 # rate of 3e-3 (Atari's 1e-4 is far too slow here), 8 environments per worker stepped with one
-# batched forward pass, 10-step rollouts, a 64-unit LSTM. Three seeds solved it in 86k-118k agent
+# batched forward pass, 10-step rollouts, a 64-unit LSTM. Three seeds reached 195 in 86k-118k agent
 # steps, 24-31 s; 4 environments per worker (lr 2e-3) took 82k-358k steps, 20-90 s.
 CARTPOLE = dict(
     game="CartPole-v1",
@@ -45,7 +46,7 @@ def child_pids():
 
 
 @pytest.mark.timeout(240)
-def test_two_workers_solve_cartpole(tmp_path):
+def test_two_workers_learn_cartpole(tmp_path):
     config = TrainConfig(
         **CARTPOLE,
         seed=1,
