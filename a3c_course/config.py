@@ -32,10 +32,10 @@ from .envs import STICKY_ACTIONS, is_atari, resolve_env_id
 from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_CONV_BODY, ORIGINAL_NETWORK
 from .optim import OPTIMIZERS
 
-# The A3C paper's worker shape (one environment per worker) with pytorch-a3c's and the original
-# course's settings: 20-step rollouts and Adam lr 1e-4. (The paper itself used t_max = 5, shared
-# RMSProp and learning rates sampled per run on Atari.)
-PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
+# The original course's worker: the A3C paper's shape (one environment per worker) with pytorch-a3c's
+# and the original course's settings: 20-step rollouts, Adam lr 1e-4. (The paper itself used t_max 5,
+# shared RMSProp and learning rates sampled per run on Atari.)
+ORIGINAL_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 # The original course's algorithm and network (32 filters, ELU, LSTM 256) on the course's pipeline.
 # What differs from the original's train.py: its faults are fixed (one rollout's gradient per
 # update, truncation bootstraps, shared optimizer state created up front, rollouts of 20 agent
@@ -43,11 +43,11 @@ PAPER_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 # no-op starts and max-pooling, FIRE at each life's start, rewards clipped, no running
 # normaliser: frames standardised in the network; sticky actions 0.25 unless set to 0); the
 # evaluator is bounded and scores whole games; and the game is Pong unless set.
-ORIGINAL_COURSE = {**PAPER_WORKER, **ORIGINAL_NETWORK}
+ORIGINAL_COURSE = {**ORIGINAL_WORKER, **ORIGINAL_NETWORK}
 # Named settings: `--preset NAME` on the command line (a flag given beside it wins) and the panel.
 PRESETS: dict[str, dict[str, Any]] = {
     "original-course": ORIGINAL_COURSE,
-    "paper-worker": PAPER_WORKER,
+    "original-worker": ORIGINAL_WORKER,
 }
 
 

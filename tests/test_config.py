@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from a3c_course.config import ORIGINAL_COURSE, PAPER_WORKER, TrainConfig, default_start_method
+from a3c_course.config import ORIGINAL_COURSE, ORIGINAL_WORKER, TrainConfig, default_start_method
 
 
 def test_defaults_keep_the_original_algorithm_and_batch_it():
@@ -13,8 +13,8 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
     assert (config.entropy_coef, config.value_coef, config.max_grad_norm) == (0.01, 0.5, 40.0)
     assert (config.rollout_steps, config.envs_per_worker, config.lr) == (20, 2, 3e-4)
     assert config.optimizer == "adam" and config.eval_episodes == 10
-    paper = TrainConfig(**PAPER_WORKER)
-    assert (paper.envs_per_worker, paper.rollout_steps, paper.lr) == (1, 20, 1e-4)
+    worker = TrainConfig(**ORIGINAL_WORKER)
+    assert (worker.envs_per_worker, worker.rollout_steps, worker.lr) == (1, 20, 1e-4)
     original = TrainConfig(**ORIGINAL_COURSE)
     assert (original.envs_per_worker, original.rollout_steps, original.lr) == (1, 20, 1e-4)
     assert (original.activation, original.conv_filters, original.hidden_size) == ("elu", 32, 256)

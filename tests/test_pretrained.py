@@ -10,6 +10,7 @@ import torch
 from a3c_course import pretrained
 from a3c_course.cli import build_parser, config_from_args, main
 from a3c_course.config import TrainConfig
+from a3c_course.envs import STICKY_ACTIONS
 from a3c_course.evaluate import evaluate
 from a3c_course.model import COURSE_NETWORK
 from a3c_course.reference import plot_reference, reference_band, reference_runs, score_curve
@@ -37,18 +38,26 @@ def test_pong_is_shipped_with_a_card_that_says_how_it_was_made():
 
 
 def test_the_card_names_the_network_the_agent_has():
-    """The shipped agent is the original course's network: its card's settings rebuild that network
-    (not the course's current defaults) and its command says so."""
+    """The card's settings rebuild the shipped network (not whatever the defaults are today)."""
     training = pretrained.card("pong")["training"]
     config = TrainConfig.from_dict(training["config"])
     network = pretrained.checkpoint("pong").network
-    assert (config.activation, config.conv_filters, config.hidden_size) == (
+    hidden = config.hidden_size or COURSE_NETWORK["hidden_size"]  # None: the default for frames
+    assert (config.activation, config.conv_filters, hidden) == (
         network["activation"],
         network["conv_filters"],
         network["hidden_size"],
     )
-    for flag in ("--activation elu", "--conv-filters 32", "--hidden-size 256"):
-        assert flag in training["command"]
+
+
+def test_the_card_records_both_protocols():
+    card = pretrained.card("pong")
+    protocol, deterministic = card["evaluation"], card["evaluation_deterministic"]
+    assert protocol["sticky_actions"] == STICKY_ACTIONS and deterministic["sticky_actions"] == 0.0
+    assert protocol["episodes"] >= 30 and len(protocol["scores"]) == protocol["episodes"]
+    assert "--sticky-actions" not in protocol["command"]  # the default is the protocol
+    assert deterministic["command"].endswith("--sticky-actions 0")
+    assert "sticky actions 0.25" in pretrained.summary("pong")
 
 
 def test_the_cards_command_still_trains_with_the_cards_settings():
@@ -76,7 +85,7 @@ def test_unknown_game_names_the_choices():
 @pytest.mark.timeout(300)
 def test_the_pong_agent_beats_a_random_player_by_far():
     # Two full games with random no-op starts (seeds the card's evaluation did not use).
-    result = evaluate(pretrained.checkpoint("pong"), episodes=2, seed=100, sticky_actions=0.0)
+    result = evaluate(pretrained.checkpoint("pong"), episodes=2, seed=100)  # sticky actions 0.25
     assert result.mean > RANDOM_PONG + 15, result.scores
 
 
@@ -116,12 +125,7 @@ def test_reference_runs_are_three_pong_seeds_with_their_commands():
         ) == config  # the command reproduces the run (hidden_size: None and 128 build one network)
         assert {r["kind"] for r in records} == {"episode", "eval"}
         # the band is the course's defaults: the same settings but the seed and the budget
-        expected = TrainConfig(
-            seed=config.seed,
-            max_minutes=config.max_minutes,
-            eval_mode="after",
-            sticky_actions=config.sticky_actions,  # 0: deterministic runs, until the protocol's land
-        )
+        expected = TrainConfig(seed=config.seed, max_minutes=config.max_minutes, eval_mode="after")
         assert config.replace(out_dir=expected.out_dir, hidden_size=None) == expected
         assert config.hidden_size in (None, COURSE_NETWORK["hidden_size"])  # None: the default
 

@@ -56,9 +56,11 @@ HINTS = {
         "<code>loss.backward()</code>, <code>norm = torch.nn.utils.clip_grad_norm_(...)</code> "
         "(it rescales in place and returns the norm <i>before</i> clipping), the hand-over, "
         "<code>optimizer.step()</code>; return <code>float(norm)</code>.",
-        "The hand-over, every time (no 'only if None' shortcut): <code>for local, shared in "
-        "zip(local_model.parameters(), shared_model.parameters()): shared.grad = "
-        "local.grad</code>.",
+        "The hand-over: walk through the local and the shared parameters side by side (both "
+        "models list them in the same order) and make each shared parameter's gradient the local "
+        "one's; the same tensor will do, no copy is needed. Do it at every call, even when the "
+        "shared parameter still holds a gradient: that one is the last rollout's (the original's "
+        "'only if None' shortcut is the bug of section 5).",
     ],
     "4.2": [
         "Which tensors does <code>optimizer.zero_grad()</code> touch? The optimizer was built on the "
