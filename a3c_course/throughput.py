@@ -126,7 +126,7 @@ def raw_env_speed(
     config = TrainConfig(game=game, sticky_actions=sticky_actions, eval_episodes=0)
     options = env_options(config)
     if processes == 1:
-        with _one_thread():
+        with one_thread():
             results = [_raw_env_loop(game, seed, options, seconds, None)]
     else:
         context = multiprocessing.get_context(start_method or config.start_method)
@@ -359,8 +359,10 @@ def timed_update_shared(
 
 
 @contextmanager
-def _one_thread():
-    """One intra-op thread, as in a worker process (worker.child_setup); restored afterwards."""
+def one_thread():
+    """One intra-op thread, as in a worker process (worker.child_setup); restored afterwards.
+    (Stepping one frame at a time, a second thread only waits on the first, and on a busy machine
+    it makes such a loop several times slower.)"""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -385,7 +387,7 @@ def profile_worker(
         raise ValueError(f"seconds must be positive, got {seconds}")
     config = config.replace(workers=1, eval_episodes=0)
     torch.manual_seed(config.seed)
-    with _one_thread():
+    with one_thread():
         probe = make_env(config.game)
         shared = ActorCritic.for_env(probe, **config.network_options).share_memory()
         probe.close()
@@ -486,7 +488,7 @@ def network_layer_times(model: ActorCritic, batch: int, repeats: int = 30) -> li
         flatten = blocks.pop()
         blocks[-1] += flatten
     times = []
-    with _one_thread():
+    with one_thread():
         x = torch.randn(batch, *model.obs_shape)
         if model.has_conv_body:
             x = x.contiguous(memory_format=torch.channels_last)

@@ -8,14 +8,15 @@ as arguments, so the notebook's hand-built network and the package's `ActorCriti
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
+
+from a3c_course.throughput import one_thread  # the notebook calls figures.one_thread too
 
 
 def _numpy(x) -> np.ndarray:
@@ -134,18 +135,6 @@ def random_play_frames(n_steps: int, seed: int, game: str = "pong") -> np.ndarra
         frame, *_ = env.step(env.action_space.sample())
     env.close()
     return np.stack(frames)
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block. Stepping one frame at a time, a second thread
-    only waits on the first, and on a busy machine it makes the loop several times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 class StepOutputs(NamedTuple):
