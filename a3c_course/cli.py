@@ -63,7 +63,7 @@ NONE_MEANS = {  # what `none` means for the optional fields
 
 
 def _metavar(convert) -> str:
-    return {"int": "N", "float": "X"}.get(convert.__name__, "TEXT")
+    return {"int": "N", "float": "X", "boolean": "BOOL"}.get(convert.__name__, "TEXT")
 
 
 def _parse_optional(convert: Callable[[str], object]) -> Callable[[str], object]:
@@ -74,11 +74,20 @@ def _parse_optional(convert: Callable[[str], object]) -> Callable[[str], object]
     return parse
 
 
-def _field_type(annotation: str) -> tuple[Callable[[str], object], bool]:
-    """The converter for a TrainConfig annotation ("float", "int | None", ...), and whether None is
-    allowed."""
+def boolean(text: str) -> bool:
+    """'true'/'false' (also yes/no, on/off, 1/0) as a bool; anything else is a usage error."""
+    words = {"true": True, "yes": True, "on": True, "1": True}
+    words.update({"false": False, "no": False, "off": False, "0": False})
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return words[text.lower()]
+
+
+def field_type(annotation: str) -> tuple[Callable[[str], object], bool]:
+    """The converter for a TrainConfig annotation ("float", "int | None", "bool", ...), and whether
+    None is allowed."""
     base, _, rest = annotation.partition("|")
-    convert = {"int": int, "float": float, "str": str}[base.strip()]
+    convert = {"int": int, "float": float, "str": str, "bool": boolean}[base.strip()]
     optional = rest.strip() == "None"
     return (_parse_optional(convert) if optional else convert), optional
 
@@ -96,7 +105,7 @@ def add_train(subparsers) -> None:
     defaults = TrainConfig.__dataclass_fields__
     help_text = TrainConfig.field_help()
     for field in dataclasses.fields(TrainConfig):
-        convert, _ = _field_type(field.type)
+        convert, _ = field_type(field.type)
         default = defaults[field.name]
         if default.default_factory is not dataclasses.MISSING:
             shown = default.default_factory()

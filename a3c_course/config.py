@@ -44,8 +44,13 @@ ORIGINAL_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 # normaliser: frames standardised in the network; sticky actions 0.25 unless set to 0); the
 # evaluator is bounded and scores whole games; and the game is Pong unless set.
 ORIGINAL_COURSE = {**ORIGINAL_WORKER, **ORIGINAL_NETWORK}
+# Breakout, the original course's game: the defaults with two changes, each tried on its own
+# (benchmarks/README.md): a lost life ends the episode for the returns (the game plays on; scores
+# stay whole games), and lr 7e-4 (A2C's rate in the baselines' Atari runs) instead of 3e-4.
+BREAKOUT = {"game": "breakout", "life_loss_terminal": True, "lr": 7e-4}
 # Named settings: `--preset NAME` on the command line (a flag given beside it wins) and the panel.
 PRESETS: dict[str, dict[str, Any]] = {
+    "breakout": BREAKOUT,
     "original-course": ORIGINAL_COURSE,
     "original-worker": ORIGINAL_WORKER,
 }
@@ -56,6 +61,7 @@ def preset(name: str) -> dict[str, Any]:
     if name not in PRESETS:
         raise ValueError(f"preset: no preset {name!r}; the presets are {', '.join(PRESETS)}")
     return dict(PRESETS[name])
+
 
 EVAL_MODES = ("live", "after")
 
@@ -108,6 +114,11 @@ class TrainConfig:
     )
     seed: int = _field(0, "random seed; worker w, environment e uses seed + offset(w, e)")
     # Environments.
+    life_loss_terminal: bool = _field(
+        False,
+        "Atari: a lost life ends the episode for the returns (no bootstrap across it) while the "
+        "game plays on; scores stay whole games (the breakout preset turns it on)",
+    )
     max_episode_steps: int | None = _field(
         None, "cut training episodes after this many agent steps (default: the game's own limit)"
     )
@@ -171,6 +182,8 @@ class TrainConfig:
             _fail(self, "activation", f"one of {', '.join(map(repr, ACTIVATIONS))}")
         _check_int(self, "conv_filters", low=1)
         _check_int(self, "seed", low=0)
+        if not isinstance(self.life_loss_terminal, bool):
+            _fail(self, "life_loss_terminal", "True or False")
         _check_int(self, "max_episode_steps", low=1, optional=True)
         _check_float(self, "sticky_actions", "a probability in [0, 1]", low=0.0, high=1.0)
         _check_int(self, "max_steps", low=1, optional=True)

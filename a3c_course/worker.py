@@ -72,7 +72,7 @@ class Rollout:
     values: torch.Tensor
     rewards: torch.Tensor  # clipped training rewards
     next_values: torch.Tensor
-    terminated: torch.Tensor  # bool
+    terminated: torch.Tensor  # bool: a game over (or a lost life, with life_loss_terminal)
     truncated: torch.Tensor  # bool; never True together with terminated
 
     @property
@@ -82,16 +82,29 @@ class Rollout:
 
 
 class EnvRunner:
-    """A worker's environments and where they stand: the current observations (B, *obs_shape) and
-    the LSTM state (h, c), both carried from one rollout to the next."""
+    """A worker's environments and where they stand: the current observations (B, *obs_shape),
+    the LSTM state (h, c) and the lives left, all carried from one rollout to the next.
 
-    def __init__(self, envs: list[gym.Env], hidden_size: int):
+    life_loss_terminal: a lost life counts as an episode's end for the returns (no bootstrap across
+    it, the LSTM state starts afresh) while the game itself plays on, so the scores stay whole games.
+    A lost ball then costs the value of everything after it at once, not 100s of steps later.
+    """
+
+    def __init__(self, envs: list[gym.Env], hidden_size: int, life_loss_terminal: bool = False):
         if not envs:
             raise ValueError("EnvRunner needs at least one environment")
         self.envs = envs
-        self.obs = _batch([env.reset()[0] for env in envs])
+        self.life_loss_terminal = life_loss_terminal
+        starts = [env.reset() for env in envs]
+        self.obs = _batch([obs for obs, _ in starts])
+        self.lives = [info.get("lives", 0) for _, info in starts]
         zeros = torch.zeros(len(envs), hidden_size)
         self.state: RecurrentState = (zeros, zeros.clone())
+
+    def life_lost(self, index: int, info: dict, ended: bool) -> bool:
+        """Record environment `index`'s lives; True if it lost one and life_loss_terminal is on."""
+        lives, self.lives[index] = self.lives[index], info.get("lives", 0)
+        return self.life_loss_terminal and not ended and self.lives[index] < lives
 
     @property
     def batch_size(self) -> int:
@@ -169,14 +182,15 @@ def collect_rollout(
         for i, (env, action) in enumerate(zip(envs, sample.action.tolist(), strict=True)):
             o, reward, term, trunc, info = env.step(action)
             rewards[t, i] = reward
-            terminated[t, i] = term
+            terminated[t, i] = term or runner.life_lost(i, info, term or trunc)
             truncated[t, i] = trunc and not term
             if term or trunc:
                 episode = info["episode"]  # RecordEpisodeStatistics: raw score, agent steps
                 episodes.append(Episode(float(episode["r"]), int(episode["l"]), i))
                 if truncated[t, i]:
                     final_obs[i] = o
-                o, _ = env.reset()
+                o, reset_info = env.reset()
+                runner.life_lost(i, reset_info, True)
             next_obs.append(o)
 
         state = out.state
@@ -295,7 +309,9 @@ def worker_loop(
     """Rollout, update, report; until stop_event is set or the step budget is spent."""
     torch.manual_seed(config.seed + 1 + worker_id)
     local_model = ActorCritic(**shared_model.architecture)
-    runner = EnvRunner(make_worker_envs(config, worker_id), shared_model.hidden_size)
+    runner = EnvRunner(
+        make_worker_envs(config, worker_id), shared_model.hidden_size, config.life_loss_terminal
+    )
     losses = _LossAverage()
     next_report = time.monotonic() + REPORT_INTERVAL_S
     try:

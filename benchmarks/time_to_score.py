@@ -39,6 +39,7 @@ import json
 import sys
 from pathlib import Path
 
+from a3c_course.cli import field_type
 from a3c_course.config import PRESETS, TrainConfig, preset
 from a3c_course.envs import is_atari
 from a3c_course.evaluate import score_snapshots
@@ -61,16 +62,8 @@ RESCORE_FIELDS = ("sticky_actions", "eval_episodes", "eval_max_episode_steps")
 
 
 def _converter(annotation: str):
-    base, _, rest = annotation.partition("|")
-    convert = {"int": int, "float": float, "str": str}[base.strip()]
-    if rest.strip() != "None":
-        return convert
-
-    def optional(text: str):
-        return None if text.lower() == "none" else convert(text)
-
-    optional.__name__ = convert.__name__
-    return optional
+    """The command line's converter for a TrainConfig annotation ("int | None", "bool", ...)."""
+    return field_type(annotation)[0]
 
 
 def seeds(text: str) -> list[int]:
@@ -306,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore and not args.from_runs:
         print("time_to_score.py: error: --rescore needs --from-runs", file=sys.stderr)
         return 2
-    given = [name for name in RESCORE_FIELDS if hasattr(args, name)]  # options left out keep the run's
+    given = [
+        name for name in RESCORE_FIELDS if hasattr(args, name)
+    ]  # options left out keep the run's
     rescore = {name: values[name] for name in given} if args.rescore else None
     if args.from_runs:
         sources = [(None, folder) for folder in args.from_runs]

@@ -197,11 +197,15 @@ RUN_CELLS = """async (indices) => {
 
 
 def panel_cells(path: Path) -> list[int]:
-    """The indices of notebook 04's panel cells, after the cells that define the names they use
-    (FAST, PONG: constants in capitals), so that they run alone, in a fresh kernel."""
+    """The indices of the panel cells of notebook 04's section 7 (your own Pong agent), after the
+    cells that define the names they use (FAST, PONG: constants in capitals), so that they run
+    alone, in a fresh kernel."""
     cells = nbformat.read(path, as_version=4).cells
+    headings = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## ")]
+    start = next(i for i in headings if cells[i].source.startswith("## 7."))
+    end = min([i for i in headings if i > start] or [len(cells)])
     code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
-    panels = [i for i in code if "Panel(" in cells[i].source]
+    panels = [i for i in code if start < i < end and "Panel(" in cells[i].source]
     names = set(re.findall(r"\b[A-Z][A-Z_]{2,}\b", "\n".join(cells[i].source for i in panels)))
     defining = [
         i

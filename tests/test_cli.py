@@ -152,6 +152,21 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     assert load_checkpoint(out / "checkpoint.pt").metadata["stop_reason"] == "interrupted"
 
 
+def test_the_breakout_preset_and_boolean_flags():
+    from a3c_course.cli import build_parser, config_from_args
+    from a3c_course.config import BREAKOUT
+
+    config = config_from_args(build_parser().parse_args(["train", "--preset", "breakout"]))
+    assert config == TrainConfig(**BREAKOUT) and config.game == "breakout"
+    assert config.life_loss_terminal and config.out_dir == "runs/breakout"
+    args = ["train", "--preset", "breakout", "--life-loss-terminal", "no"]
+    assert not config_from_args(build_parser().parse_args(args)).life_loss_terminal
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--life-loss-terminal", "maybe"])
+    with pytest.raises(ValueError, match="life_loss_terminal must be True or False, got 1"):
+        TrainConfig(life_loss_terminal=1)
+
+
 def test_a_preset_sets_its_settings_and_a_flag_beside_it_wins():
     from a3c_course.cli import build_parser, config_from_args
     from a3c_course.config import ORIGINAL_COURSE

@@ -38,6 +38,26 @@ def test_the_panel_builds_the_config_its_controls_show():
     assert "5 min or 20,000 steps" in panel.message.value
 
 
+def test_the_settings_menu_loads_a_preset_into_every_control_and_back():
+    from a3c_course.config import BREAKOUT, preset
+
+    panel = HyperparameterPanel(TrainConfig(game="pong", eval_episodes=0, max_minutes=10))
+    panel.preset.value = "breakout"  # as a learner picks it from the menu
+    config = panel.config
+    expected = TrainConfig(eval_episodes=0, max_minutes=10).replace(**preset("breakout"), out_dir=None)
+    assert config == expected
+    assert config.game == "breakout" and config.life_loss_terminal and config.out_dir == "runs/breakout"
+    assert panel.controls["game"].value == "breakout"
+    assert all(panel.controls[k].value == pytest.approx(v) for k, v in BREAKOUT.items())
+    panel.set(lr=2e-4)  # a slider moved after the preset wins
+    assert panel.config.lr == pytest.approx(2e-4) and panel.config.life_loss_terminal
+    panel.preset.value = "course defaults"
+    assert panel.config == TrainConfig(game="pong", eval_episodes=0, max_minutes=10)
+    assert not panel.controls["life_loss_terminal"].value
+    with pytest.raises(ValueError, match="preset: 'fastest' is not one of 'course defaults', "):
+        panel.use_preset("fastest")
+
+
 def test_zero_budgets_mean_no_limit():
     config = config_from_values(TrainConfig(), {"max_minutes": 0, "max_steps": 0})
     assert config.max_minutes is None and config.max_steps is None

@@ -220,6 +220,43 @@ def test_a_truncated_episode_bootstraps_from_its_final_observation():
     torch.testing.assert_close(rollout.values[2, 0].detach(), fresh[0, 0])
 
 
+class LivesEnv(ScriptedEnv):
+    """ScriptedEnv with 3 lives, one lost every 2 steps: the game is over after 6 steps."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, _ = super().reset(seed=seed)
+        return obs, {"lives": 3}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {"lives": 3 - self.k // 2}
+
+
+@pytest.mark.parametrize("life_loss_terminal", [False, True])
+def test_a_lost_life_ends_the_episode_for_the_returns_only_when_asked(life_loss_terminal):
+    """With life_loss_terminal the steps that lose a life (2 and 4) count as terminal: no bootstrap
+    across them, the LSTM starts afresh; the game plays on, and its episode is still the whole game."""
+    model = tiny_model()
+    runner = EnvRunner([RecordEpisodeStatistics(LivesEnv(6))], 3, life_loss_terminal)
+    rollout, episodes = collect_rollout(model, runner, 8)
+    ends = torch.nonzero(rollout.terminated[:, 0]).flatten().tolist()
+    assert ends == (
+        [1, 3, 5, 7] if life_loss_terminal else [5]
+    )  # steps 2, 4, 6 and the next game's 2
+    assert all(rollout.next_values[t, 0] == 0 for t in ends)
+    assert not rollout.truncated.any()
+    assert [e.length for e in episodes] == [6]  # one episode: the whole game, not one life
+    # The value at step 2, just after the first lost life, is computed from a fresh LSTM state with
+    # the flag, and from the state carried through steps 0 and 1 without it.
+    env, state = LivesEnv(6), model.initial_state(1)
+    with torch.no_grad():
+        if not life_loss_terminal:
+            for k in range(2):
+                state = model(torch.from_numpy(env.observe(k))[None], state).state
+        expected = model(torch.from_numpy(env.observe(2))[None], state).value[0, 0]
+    torch.testing.assert_close(rollout.values[2, 0].detach(), expected)
+
+
 # -- one rollout's gradient per optimizer step ---------------------------------------------------
 
 
