@@ -92,6 +92,11 @@ class TrainConfig:
     )
     # The algorithm.
     lr: float = _field(3e-4, "learning rate of the shared optimizer (the original's: 1e-4)")
+    lr_anneal_steps: int | None = _field(
+        None,
+        "anneal the learning rate linearly from lr to 0 over this many agent steps, all workers "
+        "together (the A3C paper's schedule); None: a constant rate",
+    )
     gamma: float = _field(0.99, "discount factor, in (0, 1]")
     gae_lambda: float = _field(1.0, "GAE lambda, in [0, 1] (1: n-step advantages, 0: TD errors)")
     entropy_coef: float = _field(0.01, "weight of the entropy bonus (exploration)")
@@ -167,6 +172,7 @@ class TrainConfig:
         _check_int(self, "workers", low=1)
         _check_int(self, "envs_per_worker", low=1)
         _check_float(self, "lr", "a positive number, e.g. 1e-4", low=0.0, low_open=True)
+        _check_int(self, "lr_anneal_steps", low=1, optional=True)
         _check_float(self, "gamma", "in (0, 1]", low=0.0, high=1.0, low_open=True)
         _check_float(self, "gae_lambda", "in [0, 1]", low=0.0, high=1.0)
         _check_float(self, "entropy_coef", "a number >= 0", low=0.0)

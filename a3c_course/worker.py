@@ -274,6 +274,14 @@ def update_shared(
     return float(norm)
 
 
+def annealed_lr(config: TrainConfig, steps: int) -> float:
+    """The learning rate after `steps` agent steps: config.lr, or with lr_anneal_steps its linear
+    decay to 0 at that many steps (the A3C paper's schedule)."""
+    if config.lr_anneal_steps is None:
+        return config.lr
+    return config.lr * max(0.0, 1.0 - steps / config.lr_anneal_steps)
+
+
 def _floats(loss: A3CLoss) -> dict[str, float]:
     return {name: float(term.detach()) for name, term in loss._asdict().items()}
 
@@ -319,6 +327,9 @@ def worker_loop(
             sync_from_shared(local_model, shared_model)
             rollout, episodes = collect_rollout(local_model, runner, config.rollout_steps)
             loss = rollout_loss(rollout, config)
+            if config.lr_anneal_steps is not None:  # this process's copy of the optimizer's rate
+                for group in optimizer.param_groups:
+                    group["lr"] = annealed_lr(config, step_counter.value)
             grad_norm = update_shared(
                 local_model, shared_model, optimizer, loss.total, config.max_grad_norm
             )

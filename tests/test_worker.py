@@ -17,6 +17,7 @@ from a3c_course.envs import make_env
 from a3c_course.model import ActorCritic
 from a3c_course.worker import (
     EnvRunner,
+    annealed_lr,
     collect_rollout,
     make_worker_envs,
     rollout_loss,
@@ -375,6 +376,25 @@ def test_worker_loop_reports_episodes_losses_and_counts_steps():
     assert {"total", "policy", "value", "entropy", "grad_norm"} <= set(losses[0])
     assert float(optimizer.state[next(shared.parameters())]["step"]) == 30
     assert any(not torch.equal(p, q) for p, q in zip(shared.parameters(), before, strict=True))
+
+
+def test_the_learning_rate_anneals_linearly_to_zero_when_asked():
+    config = TrainConfig(game="CartPole-v1", lr=1e-3, lr_anneal_steps=1_000)
+    assert [annealed_lr(config, s) for s in (0, 250, 1_000, 5_000)] == pytest.approx(
+        [1e-3, 7.5e-4, 0.0, 0.0]
+    )
+    assert annealed_lr(config.replace(lr_anneal_steps=None), 10**9) == 1e-3
+    # In the loop: 30 rollouts of 20 steps; the last update starts at 580 of 600 steps.
+    config = config.replace(envs_per_worker=2, rollout_steps=10, max_steps=600, lr_anneal_steps=600)
+    shared = ActorCritic((4,), 2, hidden_size=16).share_memory()
+    from a3c_course.optim import SharedAdam
+
+    optimizer = SharedAdam(shared.parameters(), lr=config.lr)
+    counter = mp.get_context("fork").Value("q", 0)
+    worker_loop(0, config, shared, optimizer, threading.Event(), counter, queue.Queue())
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 20 / 600)
+    with pytest.raises(ValueError, match="lr_anneal_steps must be an integer >= 1, or None, got 0"):
+        TrainConfig(lr_anneal_steps=0)
 
 
 def test_worker_loop_stops_when_the_stop_event_is_set():

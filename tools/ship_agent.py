@@ -81,7 +81,7 @@ def evaluation_record(checkpoint, game: str, episodes: int, sticky: float, label
 
 def ship_agent(
     run: Path, game: str, command: str, episodes: int, last: bool, select: int = 0,
-    select_episodes: int = 20,
+    select_episodes: int = 20, note: str | None = None,
 ) -> Path:  # fmt: skip
     if select:
         source = select_snapshot(run, game, select, select_episodes)
@@ -107,6 +107,7 @@ def ship_agent(
             "steps": int(checkpoint.metadata["steps"]),
             "minutes": round(at_save[-1]["elapsed_s"] / 60, 1) if at_save else None,
             "eval_mean_during_training": checkpoint.metadata.get("eval_mean"),
+            **({"note": note} if note else {}),
         },
         "evaluation": protocol,
         "evaluation_deterministic": deterministic,
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="choose among the K best-scored snapshots by fresh games")  # fmt: skip
     agent.add_argument("--select-episodes", type=int, default=20)
     agent.add_argument("--last", action="store_true", help="ship checkpoint.pt, not best.pt")
+    agent.add_argument("--note", help="how the training went, for the card (sessions, host load)")
     reference = commands.add_parser("reference", help="ship runs' curves as reference runs")
     reference.add_argument("runs", type=Path, nargs="+")
     reference.add_argument("--game", required=True)
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.what == "agent":
         ship_agent(args.run, args.game, args.command, args.episodes, args.last, args.select,
-                   args.select_episodes)  # fmt: skip
+                   args.select_episodes, args.note)  # fmt: skip
     else:
         ship_reference(args.runs, args.game, args.commands)
     return 0
