@@ -117,10 +117,7 @@ class HyperparameterPanel(_Panel):
         """Load a preset (or DEFAULTS: the panel's starting settings) into base and every control."""
         if name != DEFAULTS and name not in PRESETS:
             raise ValueError(f"preset: {name!r} is not one of {DEFAULTS!r}, {', '.join(PRESETS)}")
-        changes = {} if name == DEFAULTS else preset(name)
-        if self.start.out_dir == self.start.replace(out_dir=None).out_dir:
-            changes["out_dir"] = None  # a default out_dir follows the preset's game
-        self.base = self.start.replace(**changes)
+        self.base = config_from_values(self.start, {} if name == DEFAULTS else preset(name))
         if self.preset.value != name:
             self.preset.value = name  # its observer calls back here once, with the same name
             return self.config

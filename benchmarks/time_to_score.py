@@ -61,11 +61,6 @@ CONSECUTIVE = 2
 RESCORE_FIELDS = ("sticky_actions", "eval_episodes", "eval_max_episode_steps")
 
 
-def _converter(annotation: str):
-    """The command line's converter for a TrainConfig annotation ("int | None", "bool", ...)."""
-    return field_type(annotation)[0]
-
-
 def seeds(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",")]
@@ -94,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
-            type=_converter(f.type),
+            type=field_type(f.type)[0],
             default=argparse.SUPPRESS,
             help=help_text[f.name] + ("" if "default:" in help_text[f.name] else default),
         )
