@@ -216,7 +216,7 @@ def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
 
 def test_1_2_scripted_frames_really_blink():
     """The check is only meaningful if pooling two frames differs from either frame."""
-    frames = unit1._blinking_frames(4, seed=13)
+    frames = unit1.blinking_frames(4, seed=13)
     pooled = np.maximum(frames[2], frames[3])
     assert not np.array_equal(pooled, frames[3]) and not np.array_equal(pooled, frames[2])
 

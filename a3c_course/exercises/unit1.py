@@ -6,8 +6,9 @@
 
 Each check runs the learner's code on several inputs (real game frames and edge cases) and compares
 with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, a
-scripted emulator for 1.2, and the formula of the original's NormalizedEnv for 1.3. HINTS holds
-each exercise's hints, from the idea to a close sketch (the notebook shows them one at a time).
+scripted emulator for 1.2 (`scripted_game.py`), and the formula of the original's NormalizedEnv for
+1.3. HINTS holds each exercise's hints, from the idea to a close sketch (the notebook shows them one
+at a time).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ import cv2
 import numpy as np
 
 from a3c_course.exercises.core import Case, check_cases, close, report
+from a3c_course.exercises.scripted_game import (
+    blinking_frames,
+    compare_skip,
+    play_skip,
+    reference_skip_frames,
+)
 
 HINTS = {
     "1.1": [
@@ -170,119 +177,9 @@ def check_preprocess_frame(preprocess_frame: Callable) -> bool:
 # 1.2 Frame skipping with max-pooling of the last two frames.
 
 
-class ScriptedGame:
-    """A stand-in for the raw emulator: step() plays back a script of (frame, reward, terminated,
-    truncated) and counts the calls. Frames are 6x6 grey images in which a 'sprite' blinks."""
-
-    def __init__(self, script):
-        self.script, self.calls, self.actions = list(script), 0, []
-
-    def step(self, action):
-        if self.calls >= len(self.script):
-            raise RuntimeError("stepped past the end of the episode (after terminated/truncated)")
-        frame, reward, terminated, truncated = self.script[self.calls]
-        self.calls += 1
-        self.actions.append(action)
-        return frame.copy(), reward, terminated, truncated, {"frame_number": self.calls}
-
-
-def _blinking_frames(n: int, seed: int) -> list[np.ndarray]:
-    """Frames where sprites are drawn on alternate frames only, as in real Atari games."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    for t in range(n):
-        frame = np.full((6, 6), 20, np.uint8)
-        frame[t % 2 :: 2, (t * 2) % 6] = rng.integers(60, 255)  # there every other frame
-        frame[5, t % 6] = 200  # the 'paddle' moves one pixel a frame
-        frames.append(frame)
-    return frames
-
-
-class SkipResult(dict):
-    """What a skip_frames call did, printed compactly in a verdict."""
-
-    def __repr__(self) -> str:
-        frame = np.asarray(self["frame"])
-        return (
-            f"env.step called {self['steps']} times, reward {self['reward']}, terminated "
-            f"{self['terminated']}, truncated {self['truncated']}, frame {frame.tolist()}"
-        )
-
-
-def reference_skip_frames(script, skip: int) -> SkipResult:
-    """Repeat the action up to `skip` times, stop at the episode's end, sum the rewards and return the
-    pixel-wise max of the last two frames seen (the one frame if only one was seen)."""
-    seen, total = [], 0.0
-    terminated = truncated = False
-    for frame, reward, terminated, truncated in script[:skip]:
-        seen.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    return SkipResult(
-        frame=np.maximum(seen[-2], seen[-1]) if len(seen) > 1 else seen[-1],
-        reward=total,
-        terminated=terminated,
-        truncated=truncated,
-        steps=len(seen),
-        actions="the same action every step",
-    )
-
-
-def _play_skip(skip_frames: Callable, name: str) -> Callable:
-    def run(script, skip):
-        game = ScriptedGame(script)
-        result = skip_frames(game, 3, skip=skip)
-        if not (isinstance(result, tuple) and len(result) == 5):
-            raise TypeError(
-                "return the five values (frame, total_reward, terminated, truncated, info), "
-                f"got {type(result).__name__}"
-            )
-        frame, reward, terminated, truncated, _info = result
-        return SkipResult(
-            frame=frame,
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            steps=game.calls,
-            actions=(
-                "the same action every step"
-                if set(game.actions) == {3}
-                else f"actions {game.actions}"
-            ),
-        )
-
-    run.__name__ = name
-    return run
-
-
-def _compare_skip(got: dict, expected: dict) -> str | None:
-    if got["steps"] != expected["steps"]:
-        why = (
-            "stop as soon as terminated or truncated is True"
-            if got["steps"] > expected["steps"]
-            else "repeat the action `skip` times unless the episode ends"
-        )
-        return f"called env.step {got['steps']} times, expected {expected['steps']}: {why}"
-    if got["actions"] != expected["actions"]:
-        return f"the env got {got['actions']}; repeat the one action you were given"
-    if not np.isclose(float(got["reward"]), expected["reward"]):
-        return f"total reward {got['reward']}, expected {expected['reward']}: add up every frame's reward"
-    for flag in ("terminated", "truncated"):
-        if bool(got[flag]) != expected[flag]:
-            return f"{flag} is {got[flag]}, expected {expected[flag]}: return the last step's flags"
-    problem = close(got["frame"], expected["frame"], atol=0, rtol=0)
-    if problem is not None:
-        return (
-            f"the frame: {problem}. Take np.maximum of the last two frames seen (only one frame: "
-            "return it as it is)"
-        )
-    return None
-
-
 def check_skip_frames(skip_frames: Callable) -> bool:
     """Exercise 1.2: skip_frames(env, action, skip=4) -> (frame, total_reward, terminated, truncated, info)."""
-    frames = _blinking_frames(8, seed=13)
+    frames = blinking_frames(8, seed=13)
 
     def script(rewards, end_at=None, flag="terminated"):
         steps = []
@@ -307,7 +204,7 @@ def check_skip_frames(skip_frames: Callable) -> bool:
         ("skip=3", script([0.0, 1.0, 1.0]), 3),
     ]
     cases = [Case(d, (s, k), reference_skip_frames(s, k)) for d, s, k in scripts]
-    return check_cases("1.2", _play_skip(skip_frames, _name(skip_frames)), cases, _compare_skip)
+    return check_cases("1.2", play_skip(skip_frames, _name(skip_frames)), cases, compare_skip)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -433,5 +330,3 @@ def check_running_normalizer(RunningNormalizer: Callable) -> bool:
     if _instances_share_state(RunningNormalizer):
         return report("1.3", name, SHARED_STATE)
     return check_cases("1.3", _feed(RunningNormalizer, name), cases, _compare_normalised)
-
-
