@@ -40,7 +40,9 @@ class PolicySample(NamedTuple):
 
 
 # The conv body's activation functions, by name.
-ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU}
+# leaky_relu: ReLU with slope 0.01 below zero, so that a unit pushed below zero for every input keeps a
+# gradient and can come back (a ReLU unit there is dead for good).
+ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "leaky_relu": nn.LeakyReLU}
 # The conv body's activation, filters and the LSTM's size for frames: the course's network, and the
 # original course's (ActorCritic(obs_shape, n_actions, **ORIGINAL_NETWORK)).
 COURSE_NETWORK = {"activation": "relu", "conv_filters": 16, "hidden_size": 128}
@@ -106,7 +108,8 @@ class ActorCritic(nn.Module):
     obs_shape: (C, H, W) for frames (the conv body) or (D,) for vectors (the MLP body).
     n_actions: the number of discrete actions (one logit each).
     hidden_size: the LSTM's size (256 in the original course).
-    activation: the conv body's activation, "relu" (the paper's) or "elu" (the original course's).
+    activation: the conv body's activation, "relu" (the paper's), "elu" (the original course's) or
+        "leaky_relu" (as cheap as ReLU, and its units cannot die).
     conv_filters: the filters of each convolution (32 in the original course).
     The defaults are COURSE_NETWORK's; the MLP body (tanh) ignores activation and conv_filters.
     """

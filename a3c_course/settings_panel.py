@@ -158,8 +158,14 @@ def describe_config(config: TrainConfig) -> str:
         f"{config.max_steps:,} steps" if config.max_steps else "",
     ]
     budget = " or ".join(b for b in budgets if b) or "until Stop"
+    # Settings off the panel's sliders that a preset may change: say so when they differ.
+    extras = [
+        ", a lost life ends the episode" if config.life_loss_terminal else "",
+        f", {config.activation}" if config.activation != TrainConfig().activation else "",
+    ]
     return (
         f"{config.env_id}: {config.workers} workers x {config.envs_per_worker} envs, "
         f"lr {config.lr:.1e}, γ {config.gamma:g}, λ {config.gae_lambda:g}, "
-        f"entropy {config.entropy_coef:g}, n {config.rollout_steps}{sticky}; {budget}"
+        f"entropy {config.entropy_coef:g}, n {config.rollout_steps}{sticky}{''.join(extras)}; "
+        f"{budget}"
     )

@@ -51,7 +51,7 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
         ({"hidden_size": 0}, "hidden_size must be an integer >= 1, or None, got 0"),
         ({"start_method": "thread"}, "start_method must be one of 'fork', "),
         ({"eval_mode": "never"}, "eval_mode must be one of 'live', 'after', got 'never'"),
-        ({"activation": "gelu"}, "activation must be one of 'relu', 'elu', got 'gelu'"),
+        ({"activation": "gelu"}, "activation must be one of 'relu', 'elu', 'leaky_relu', got 'gelu'"),
         ({"conv_filters": 0}, "conv_filters must be an integer >= 1, got 0"),
         (
             {"eval_mode": "after", "target_score": 18},

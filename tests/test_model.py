@@ -452,7 +452,7 @@ def test_bad_hidden_size_is_rejected_clearly():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"activation": "tanh"}, "activation must be one of 'relu', 'elu', got 'tanh'"),
+        ({"activation": "tanh"}, "activation must be one of 'relu', 'elu', 'leaky_relu', got 'tanh'"),
         ({"conv_filters": 0}, "conv_filters must be a positive integer, got 0"),
     ],
 )
@@ -461,12 +461,16 @@ def test_bad_network_options_are_rejected_clearly(options, message):
         ActorCritic((1, 42, 42), 6, **options)
 
 
-@pytest.mark.parametrize("activation", ["relu", "elu"])
+@pytest.mark.parametrize("activation", ["relu", "elu", "leaky_relu"])
 def test_the_conv_body_uses_the_chosen_activation_and_filters(pong_frames, activation):
     net = ActorCritic((1, 42, 42), 6, 32, activation=activation, conv_filters=16)
     convs = [m for m in net.body if isinstance(m, torch.nn.Conv2d)]
     assert [c.out_channels for c in convs] == [16] * 4 and net.lstm.input_size == 16 * 3 * 3
-    reference = {"relu": torch.relu, "elu": torch.nn.functional.elu}[activation]
+    reference = {
+        "relu": torch.relu,
+        "elu": torch.nn.functional.elu,
+        "leaky_relu": lambda x: torch.where(x > 0, x, 0.01 * x),  # by hand
+    }[activation]
     x = standardize_frames(pong_frames[:4])
     with torch.no_grad():
         for conv in convs:

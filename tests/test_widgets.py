@@ -48,7 +48,10 @@ def test_the_settings_menu_loads_a_preset_into_every_control_and_back():
     assert config == expected
     assert config.game == "breakout" and config.life_loss_terminal and config.out_dir == "runs/breakout"
     assert panel.controls["game"].value == "breakout"
-    assert all(panel.controls[k].value == pytest.approx(v) for k, v in BREAKOUT.items())
+    on_panel = {k: v for k, v in BREAKOUT.items() if k in panel.controls}
+    assert all(panel.controls[k].value == pytest.approx(v) for k, v in on_panel.items())
+    assert config.activation == "leaky_relu"  # off the sliders: from the preset, and said so
+    assert panel.message.value.endswith("a lost life ends the episode, leaky_relu; 10 min</span>")
     panel.set(lr=2e-4)  # a slider moved after the preset wins
     assert panel.config.lr == pytest.approx(2e-4) and panel.config.life_loss_terminal
     panel.preset.value = "course defaults"
