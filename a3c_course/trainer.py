@@ -11,10 +11,10 @@ What happens:
 1. The parent builds the shared model and moves its weights to shared memory (`share_memory()`),
    and builds the shared optimizer, whose state is in shared memory too (see optim.py).
 2. It starts the worker processes (worker.run_worker) and, unless eval_episodes is 0 or eval_mode is
-   "after", the evaluator process (evaluate.run_evaluator), with
-   `multiprocessing.get_context(config.start_method)`: fork
-   by default on Linux, spawn elsewhere. The process functions live in the package, not in a
-   notebook, because spawn must import them by name in the child.
+   "after", the evaluator process (evaluate.run_evaluator): the Hogwild backend (hogwild.py), with
+   `multiprocessing.get_context(config.start_method)`, fork by default on Linux, spawn elsewhere.
+   The process functions live in the package, not in a notebook, because spawn must import them by
+   name in the child.
 3. Each worker loops: copy the shared weights, play a rollout, compute the gradient of its loss,
    apply it to the shared weights with the shared optimizer, without locks (Hogwild). Workers send
    finished episodes and losses to the parent through a queue; the evaluator sends its scores.
@@ -38,25 +38,21 @@ checkpoint.pt, the optimizer's state from optimizer.pt (Adam's moments: without 
 updates would be too large), the history from metrics.jsonl, and the step count and elapsed time,
 which go on counting from where they were. max_steps counts all the run's steps; max_minutes
 counts this session's wall time.
+
+This module is the parent's bookkeeping, the same whatever runs the workers: records, progress,
+budgets, snapshots, checkpoints. The run's files and result are run_record.py's.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import queue as queue_module
-import signal
-import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.multiprocessing as mp
 from tqdm.auto import tqdm
 
 from .checkpoint import (
@@ -65,86 +61,50 @@ from .checkpoint import (
     CheckpointError,
     best_eval_mean,
     load_checkpoint,
-    load_weights,
     model_from_checkpoint,
-    read_torch_file,
     save_checkpoint,
 )
 from .config import TrainConfig
 from .envs import make_env
-from .evaluate import run_evaluator, score_snapshots
+from .evaluate import score_snapshots
+from .hogwild import HogwildBackend
 from .model import ActorCritic
 from .optim import make_shared_optimizer
+from .run_record import (
+    CONFIG_NAME,
+    METRICS_NAME,
+    OPTIMIZER_NAME,
+    SNAPSHOTS_NAME,
+    STOP_REASONS,
+    ResumePoint,
+    TrainResult,
+    WorkerError,
+    atomic_torch_save,
+    load_resume_point,
+    read_metrics,
+    snapshot_steps,
+)
 from .runlock import hold_run_folder
-from .worker import run_worker
 
-METRICS_NAME = "metrics.jsonl"
-CONFIG_NAME = "config.json"
-OPTIMIZER_NAME = "optimizer.pt"
-SNAPSHOTS_NAME = "snapshots"  # eval_mode "after": the weights every eval_interval_s
+# The run's records and files are run_record.py's; they are imported from here too.
+__all__ = [
+    "train",
+    "TrainResult",
+    "WorkerError",
+    "STOP_REASONS",
+    "build_shared_model",
+    "ResumePoint",
+    "load_resume_point",
+    "read_metrics",
+    "CHECKPOINT_NAME",
+    "CONFIG_NAME",
+    "METRICS_NAME",
+    "OPTIMIZER_NAME",
+    "SNAPSHOTS_NAME",
+]
+
 POLL_S = 0.1  # how long the parent waits for a message before checking budgets and children
 CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
-JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
-
-STOP_REASONS = ("max_steps", "max_minutes", "target_score", "interrupted", "worker_failed")
-
-
-@dataclass
-class TrainResult:
-    """A training run's outcome (or, passed to on_metrics, its state so far).
-
-    history: every record received, in order. Each is a dict with "kind" ("episode", "loss" or
-        "eval"), "worker" (its index, or "evaluator"), "steps" (the global agent-step count when it
-        was made) and "elapsed_s" (seconds since the start when the parent received it), plus:
-        episode: "score" (raw game score), "length" (agent steps)
-        loss:    "total", "policy", "value", "entropy", "grad_norm" (before clipping), averaged over
-                 "rollouts" rollouts; like the loss terms, "entropy" is summed over a rollout's
-                 steps (divide by rollout_steps for the policy's entropy per step)
-        eval:    "mean", "std", "min", "max", "scores", "capped", "duration_s"
-    stop_reason: one of STOP_REASONS; None while training runs.
-    checkpoint: the network when training stopped (checkpoint.pt).
-    best_checkpoint: the evaluated network with the best mean score (best.pt); None without
-        evaluations.
-    """
-
-    config: TrainConfig
-    history: list[dict[str, Any]] = field(default_factory=list)
-    steps: int = 0
-    elapsed_s: float = 0.0
-    stop_reason: str | None = None
-    checkpoint: Path | None = None
-    best_checkpoint: Path | None = None
-    metrics_path: Path | None = None
-
-    def episodes(self) -> list[dict[str, Any]]:
-        return [r for r in self.history if r["kind"] == "episode"]
-
-    def losses(self) -> list[dict[str, Any]]:
-        return [r for r in self.history if r["kind"] == "loss"]
-
-    def evaluations(self) -> list[dict[str, Any]]:
-        return [r for r in self.history if r["kind"] == "eval"]
-
-    @property
-    def steps_per_s(self) -> float:
-        return self.steps / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    def recent_score(self, window: int | None = None) -> float | None:
-        """Mean raw score of the last `window` training episodes (config.score_window by default)."""
-        scores = [r["score"] for r in self.episodes()[-(window or self.config.score_window) :]]
-        return sum(scores) / len(scores) if scores else None
-
-    def last_evaluation(self) -> dict[str, Any] | None:
-        evaluations = self.evaluations()
-        return evaluations[-1] if evaluations else None
-
-
-class WorkerError(RuntimeError):
-    """A worker or the evaluator failed. The message holds its traceback; .result the run so far."""
-
-    def __init__(self, message: str, result: TrainResult):
-        super().__init__(message)
-        self.result = result
 
 
 def build_shared_model(config: TrainConfig) -> ActorCritic:
@@ -154,58 +114,6 @@ def build_shared_model(config: TrainConfig) -> ActorCritic:
     model = ActorCritic.for_env(probe, **config.network_options)
     probe.close()
     return model.share_memory()
-
-
-@dataclass
-class ResumePoint:
-    """Where a resumed run starts: what an earlier run of the same out_dir left on disk."""
-
-    model_state: dict[str, torch.Tensor]
-    optimizer_state: dict[str, Any] | None  # None when optimizer.pt is missing (fresh moments)
-    steps: int
-    elapsed_s: float
-    history: list[dict[str, Any]]
-
-
-def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl file; a last line cut short by a crash is skipped."""
-    records = []
-    lines = Path(path).read_text().splitlines()
-    for number, line in enumerate(lines, 1):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise ValueError(f"{path}, line {number}: not a JSON record: {line[:60]!r}") from None
-    return records
-
-
-def load_resume_point(config: TrainConfig) -> ResumePoint:
-    """Read the run saved in config.out_dir; CheckpointError when there is none to continue, or it
-    was made for another game or network."""
-    out_dir = Path(config.out_dir)
-    checkpoint = load_checkpoint(out_dir / CHECKPOINT_NAME, expect_game=config.game)
-    probe = build_shared_model(config)
-    load_weights(probe, checkpoint)  # raises CheckpointError when the networks differ
-    if checkpoint.config.optimizer != config.optimizer:
-        raise CheckpointError(
-            f"{checkpoint.path} was trained with {checkpoint.config.optimizer}, not "
-            f"{config.optimizer}: resume with --optimizer {checkpoint.config.optimizer}"
-        )
-    optimizer_state = None
-    if (out_dir / OPTIMIZER_NAME).is_file():
-        optimizer_state = read_torch_file(out_dir / OPTIMIZER_NAME, "optimizer state")
-    metrics = out_dir / METRICS_NAME
-    history = read_metrics(metrics) if metrics.is_file() else []
-    steps = int(checkpoint.metadata.get("steps") or 0)
-    return ResumePoint(
-        checkpoint.model_state,
-        optimizer_state,
-        steps,
-        float(checkpoint.metadata.get("elapsed_s") or 0.0),
-        [r for r in history if r.get("steps", 0) <= steps],  # records after the save are lost
-    )
 
 
 def train(
@@ -239,7 +147,7 @@ def train(
 
 
 def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> TrainResult:
-    point = load_resume_point(config) if resume else None
+    point = load_resume_point(config, build_shared_model(config)) if resume else None
     if point is not None and config.max_steps is not None and point.steps >= config.max_steps:
         raise ValueError(
             f"the run in {out_dir} already has {point.steps:,} steps, max_steps is "
@@ -259,23 +167,22 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
             optimizer.load_state_dict(point.optimizer_state)
             for group in optimizer.param_groups:
                 group["lr"] = config.lr  # the config's rate, not the saved one
-    run = _Run(config, shared_model, optimizer, out_dir, on_metrics, progress, point)
-    return run.execute()
+    backend = HogwildBackend(config, shared_model, optimizer, point.steps if point else 0)
+    return _Run(backend, out_dir, on_metrics, progress, point).execute()
 
 
 class _Run:
-    """The parent's side of one training run: start, watch, stop, save."""
+    """The parent's side of one training run: start, watch, stop, save. How the workers run is the
+    backend's (hogwild.py): start(live_evaluator, best_mean), steps, receive(timeout) -> records,
+    dead_child() -> None or what happened, stop(take)."""
 
-    def __init__(self, config, shared_model, optimizer, out_dir, on_metrics, progress, point=None):
+    def __init__(self, backend, out_dir, on_metrics, progress, point=None):
+        config = backend.config
+        self.backend = backend
         self.config = config
-        self.shared_model = shared_model
-        self.optimizer = optimizer
+        self.shared_model = backend.shared_model
+        self.optimizer = backend.optimizer
         self.on_metrics = on_metrics
-        self.context = mp.get_context(config.start_method)
-        self.stop_event = self.context.Event()
-        self.step_counter = self.context.Value("q", point.steps if point else 0)
-        self.queue = self.context.Queue()
-        self.children: list = []
         self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
         self.optimizer_path = out_dir / OPTIMIZER_NAME
@@ -301,10 +208,13 @@ class _Run:
     def execute(self) -> TrainResult:
         result = self.result
         try:
-            self.start_children()
+            self.backend.start(
+                live_evaluator=self.config.eval_episodes > 0 and not self.scores_after,
+                best_mean=best_eval_mean(self.best_path),
+            )
             self.bar = tqdm(
                 total=self.config.max_steps,
-                initial=self.step_counter.value,
+                initial=self.backend.steps,
                 unit="step",
                 disable=not self.progress,
                 smoothing=0.1,
@@ -330,38 +240,12 @@ class _Run:
                 pass  # already stopped
         return result
 
-    def start_children(self) -> None:
-        shared = (self.stop_event, self.step_counter, self.queue)
-        pending = []
-        for worker_id in range(self.config.workers):
-            pending.append(
-                self.context.Process(
-                    target=run_worker,
-                    args=(worker_id, self.config, self.shared_model, self.optimizer, *shared),
-                    name=f"a3c-worker-{worker_id}",
-                    daemon=False,
-                )
-            )
-        if self.config.eval_episodes > 0 and not self.scores_after:
-            pending.append(
-                self.context.Process(
-                    target=run_evaluator,
-                    args=(self.config, self.shared_model, *shared),
-                    kwargs={"best_mean": best_eval_mean(self.best_path)},
-                    name="a3c-evaluator",
-                    daemon=False,
-                )
-            )
-        for child in pending:
-            child.start()
-            self.children.append(child)  # only started children are joined
-
     def watch(self) -> str:
         """Gather records until a budget is reached or a child fails; return the stop reason."""
         config = self.config
         while True:
             self.receive(timeout=POLL_S)
-            self.result.steps = self.step_counter.value
+            self.result.steps = self.backend.steps
             self.result.elapsed_s = self.elapsed()
             self.show_progress()
             self.maybe_snapshot()
@@ -377,14 +261,12 @@ class _Run:
             self.maybe_call_back()
 
     def receive(self, timeout: float) -> None:
-        """Wait up to timeout for a message, then take every message already waiting."""
-        try:
-            record = self.queue.get(timeout=timeout)
-            while True:
-                self.record(record)
-                record = self.queue.get_nowait()
-        except queue_module.Empty:
-            pass
+        """Wait up to timeout for the backend's records, and take them."""
+        self.take(self.backend.receive(timeout))
+
+    def take(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self.record(record)
 
     def record(self, record: dict[str, Any]) -> None:
         if record["kind"] == "error":
@@ -401,23 +283,14 @@ class _Run:
             self.save()  # keep a recent checkpoint on disk during long runs
 
     def check_children(self) -> bool:
-        """True when a child exited with an error. A worker that ran out of steps exits with 0."""
-        failed = [c for c in self.children if c.exitcode not in (None, 0)]
-        if not failed:
+        """True when a child exited with an error (its traceback, or what happened, is kept)."""
+        dead = self.backend.dead_child()
+        if dead is None:
             return False
         time.sleep(0.2)  # its traceback may still be on its way
         self.receive(timeout=0.0)
         if self.failure is None:
-            child = failed[0]
-            how = (
-                f"signal {-child.exitcode}" if child.exitcode < 0 else f"exit code {child.exitcode}"
-            )
-            self.failure = f"{child.name} died ({how}) without sending a traceback"
-            if self.config.start_method != "fork" and child.exitcode == 1:
-                self.failure += (
-                    f" (its error is on stderr; under {self.config.start_method} a script that"
-                    ' starts training must do so under `if __name__ == "__main__":`)'
-                )
+            self.failure = dead
         return True
 
     def target_reached(self) -> bool:
@@ -462,7 +335,7 @@ class _Run:
     def save_snapshot(self) -> None:
         """Save the shared weights as the next snapshot, and the checkpoint with them (as a live
         evaluation does): a run that dies keeps what it had learnt."""
-        steps = self.step_counter.value
+        steps = self.backend.steps
         path = self.snapshots_dir / f"snapshot-{steps:010d}.pt"
         save_checkpoint(
             path, self.shared_model, self.config, steps=steps, elapsed_s=round(self.elapsed(), 3)
@@ -473,7 +346,7 @@ class _Run:
     def score_snapshots(self) -> None:
         """Score this session's snapshots (and the final weights) now that the workers are idle.
         Ctrl-C (or on_metrics raising KeyboardInterrupt) stops the scoring; what is scored stays."""
-        if not self.snapshots or self.step_counter.value != _snapshot_steps(self.snapshots[-1]):
+        if not self.snapshots or self.backend.steps != snapshot_steps(self.snapshots[-1]):
             self.save_snapshot()  # the network training ended with
         rounds_before = len(self.result.evaluations())
         bar = tqdm(total=len(self.snapshots), unit="snapshot", disable=not self.progress)
@@ -512,30 +385,9 @@ class _Run:
     # -- stopping ----------------------------------------------------------------------------
 
     def stop_children(self) -> None:
-        """Ask every child to stop, wait for them, terminate stragglers; keep reading the queue
-        meanwhile (a child cannot exit while its queued messages are unread). A second Ctrl-C
-        cannot cut this short and leave children behind."""
-        with _sigint_ignored():
-            self.stop_event.set()
-            deadline = time.monotonic() + JOIN_TIMEOUT_S
-            while any(c.is_alive() for c in self.children) and time.monotonic() < deadline:
-                self.safe_receive(0.05)
-            for child in self.children:
-                if child.is_alive():
-                    child.terminate()
-                    child.join(2.0)
-                if child.is_alive():
-                    child.kill()
-                    child.join(2.0)
-            self.safe_receive(0.0)
-            self.queue.close()
+        """Stop every child (the backend's stop: none outlives the run), taking their last records."""
+        self.backend.stop(self.take)
         self.training_s = self.elapsed()
-
-    def safe_receive(self, timeout: float) -> None:
-        try:
-            self.receive(timeout)
-        except (OSError, EOFError, ValueError):  # a child killed mid-message
-            pass
 
     def elapsed(self) -> float:
         """Seconds of training, this session's and the earlier sessions' of a resumed run (frozen
@@ -545,7 +397,7 @@ class _Run:
         return self.elapsed_offset + time.monotonic() - self.start
 
     def finish(self) -> None:
-        self.result.steps = self.step_counter.value
+        self.result.steps = self.backend.steps
         self.result.elapsed_s = self.elapsed()
         self.save()
         self.result.checkpoint = self.checkpoint_path
@@ -557,7 +409,7 @@ class _Run:
     def close_bar(self) -> None:
         """Show the final count and close the progress bar (closing twice does nothing)."""
         if self.bar is not None:
-            self.result.steps = self.step_counter.value
+            self.result.steps = self.backend.steps
             self.show_progress()
             self.bar.close()
 
@@ -567,42 +419,10 @@ class _Run:
             self.checkpoint_path,
             self.shared_model,
             self.config,
-            steps=self.step_counter.value,
+            steps=self.backend.steps,
             elapsed_s=round(self.elapsed(), 3),
             stop_reason=self.result.stop_reason,
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
         )
-        _atomic_torch_save(self.optimizer.state_dict(), self.optimizer_path)
-
-
-def _snapshot_steps(path: Path) -> int:
-    """The step count in a snapshot's name (snapshot-0000123456.pt)."""
-    return int(path.stem.split("-")[1])
-
-
-def _atomic_torch_save(payload: Any, path: Path) -> None:
-    """torch.save to a temporary file beside path, then rename: never a half-written file."""
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-
-
-class _sigint_ignored:
-    """Ignore Ctrl-C inside the block (only possible in the main thread; elsewhere a no-op)."""
-
-    def __enter__(self):
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return self
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        return False
+        atomic_torch_save(self.optimizer.state_dict(), self.optimizer_path)

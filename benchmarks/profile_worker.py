@@ -5,9 +5,9 @@
 
 Runs one worker's loop in this process (one thread, as in a worker process) for --seconds per
 setting, and prints for each number of environments per worker a markdown table of the parts'
-shares of the time and milliseconds per agent step. See a3c_course.throughput.profile_worker for how
+shares of the time and milliseconds per agent step. See a3c_course.profiling.profile_worker for how
 each part is timed. With --layers, also a table of the network's parts (each conv layer, the LSTM
-cell, the heads) timed alone on a batch of that many inputs (throughput.network_layer_times).
+cell, the heads) timed alone on a batch of that many inputs (profiling.network_layer_times).
 """
 
 from __future__ import annotations
@@ -19,12 +19,8 @@ import sys
 from a3c_course.config import TrainConfig
 from a3c_course.envs import make_env
 from a3c_course.model import ActorCritic
-from a3c_course.throughput import (
-    layer_table,
-    machine_description,
-    network_layer_times,
-    profile_worker,
-)
+from a3c_course.profiling import layer_table, network_layer_times, profile_worker
+from a3c_course.throughput import machine_description
 
 
 def env_counts(text: str) -> list[int]:

@@ -18,18 +18,15 @@ import torch
 from a3c_course.config import TrainConfig
 from a3c_course.model import ActorCritic
 from a3c_course.optim import make_shared_optimizer
-from a3c_course.throughput import (
+from a3c_course.profiling import (
     PROFILE_PARTS,
     _Clock,
     layer_table,
     network_layer_times,
     profile_worker,
-    raw_env_speed,
-    steady_speed,
-    summarize,
     timed_update_shared,
-    trainer_speed,
 )
+from a3c_course.throughput import raw_env_speed, steady_speed, summarize, trainer_speed
 from a3c_course.trainer import read_metrics
 from a3c_course.worker import update_shared
 
