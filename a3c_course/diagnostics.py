@@ -2,10 +2,10 @@
 
 A ReLU unit whose input is negative for every observation outputs 0 everywhere and gets no gradient:
 nothing can bring it back, it is **dead**. A run whose conv body has died outputs the same policy
-and value for every screen and plays like a random player for good, however long it trains. Large
-steps early in training kill units (a learning rate of 7e-4 with Adam on Breakout killed a whole
-conv body: benchmarks/README.md). Leaky ReLU and ELU units can be silent too (negative everywhere),
-but they still pass a gradient and can come back.
+and value for every screen and plays like a random player for good, however long it trains. At a
+learning rate of 7e-4 with Adam, Breakout runs lost units early: one lost its whole last conv layer
+within 0.7M agent steps (benchmarks/README.md). Leaky ReLU and ELU units can be silent too
+(negative everywhere), but they still pass a gradient and can come back.
 
     from a3c_course.diagnostics import random_play_frames, silent_units
     frames = random_play_frames("breakout", 60)
