@@ -114,7 +114,8 @@ class TrainConfig:
     )
     activation: str = _field(
         COURSE_NETWORK["activation"],
-        "activation of the conv body: relu (the paper's) or elu (the original course's)",
+        "activation of the conv body: relu (the paper's), elu (the original course's) or "
+        "leaky_relu (its units cannot die)",
     )
     conv_filters: int = _field(
         COURSE_NETWORK["conv_filters"],

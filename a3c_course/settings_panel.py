@@ -12,6 +12,7 @@ import ipywidgets as widgets
 
 from .config import PRESETS, TrainConfig, preset
 from .envs import is_atari
+from .model import COURSE_NETWORK
 from .widgets import GAMES, LAYOUT, STYLE, _error_html, _ok_html, _Panel
 
 
@@ -161,7 +162,7 @@ def describe_config(config: TrainConfig) -> str:
     # Settings off the panel's sliders that a preset may change: say so when they differ.
     extras = [
         ", a lost life ends the episode" if config.life_loss_terminal else "",
-        f", {config.activation}" if config.activation != TrainConfig().activation else "",
+        f", {config.activation}" if config.activation != COURSE_NETWORK["activation"] else "",
     ]
     return (
         f"{config.env_id}: {config.workers} workers x {config.envs_per_worker} envs, "
