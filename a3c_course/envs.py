@@ -4,7 +4,7 @@ The Atari pipeline, outermost wrapper last (each choice is explained in notebook
 
     ALE/<Game>-v5, frameskip=1       the emulator, with sticky actions 0.25 by default (STICKY_ACTIONS)
     AtariPreprocessing               no-op starts, frame skip 4 with max-pooling of the last two frames, grey
-    FireOnLifeStart                  presses FIRE at the start and after each lost life (Breakout needs it)
+    FireOnLifeStart                  presses FIRE (twice) at the start and after each lost life (Breakout)
     TimeLimit                        optional, in agent steps; ALE itself truncates after 108,000 frames
     RecordEpisodeStatistics          the raw game score and length, in info["episode"] at an episode's end
     ClipReward                       training rewards in [-1, 1]
@@ -27,8 +27,8 @@ GAMES = {"pong": "ALE/Pong-v5", "breakout": "ALE/Breakout-v5"}
 PLAY_AREA_ROWS = {"ALE/Pong-v5": (34, 194), "ALE/Breakout-v5": (32, 196)}
 NATIVE_SCREEN = (210, 160)
 
-# The field's protocol (Machado et al. 2018; ALE v5's own default): each agent step, with this
-# probability the emulator repeats the previous action instead of the chosen one. Without it a
+# The field's protocol (Machado et al. 2018; ALE v5's own default): each emulator frame (4 per agent
+# step), with this probability the emulator repeats the previous action instead of the chosen one. Without it a
 # greedy policy replays one fixed game from each no-op start; 0.0 gives that deterministic game
 # (the original course's setting), for comparison only.
 STICKY_ACTIONS = 0.25
@@ -62,21 +62,27 @@ def is_atari(env_id: str) -> bool:
 
 
 class FireOnLifeStart(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Press FIRE after reset and after every lost life.
+    """Press FIRE after reset and after every lost life, twice.
 
     In Breakout the ball only appears after FIRE. A greedy policy that never picks FIRE would wait
     forever; pressing it for the agent removes an exploration problem that teaches nothing.
+    Why twice: with sticky actions each of a press's 4 frames replays the previous action with
+    probability 0.25, so one press in 4**4 = 256 never reaches the game, and a greedy agent then
+    waits until the time limit. A second press leaves one serve in 65,536 unpressed.
     """
 
-    def __init__(self, env: gym.Env):
-        gym.utils.RecordConstructorArgs.__init__(self)
+    def __init__(self, env: gym.Env, presses: int = 2):
+        gym.utils.RecordConstructorArgs.__init__(self, presses=presses)
         gym.Wrapper.__init__(self, env)
+        if presses < 1:
+            raise ValueError(f"presses must be at least 1, got {presses}")
         self.fire_action = env.unwrapped.get_action_meanings().index("FIRE")
+        self.presses = presses
         self.lives = 0
 
     def reset(self, **kwargs):
         self.env.reset(**kwargs)
-        obs, _, terminated, truncated, info = self.env.step(self.fire_action)
+        obs, _, terminated, truncated, info = self._serve()
         if terminated or truncated:  # practically unreachable; keep the contract anyway
             return self.env.reset(**kwargs)
         self.lives = info["lives"]
@@ -85,9 +91,19 @@ class FireOnLifeStart(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if info["lives"] < self.lives and not (terminated or truncated):
-            obs, fire_reward, terminated, truncated, info = self.env.step(self.fire_action)
+            obs, fire_reward, terminated, truncated, info = self._serve()
             reward += fire_reward
         self.lives = info["lives"]
+        return obs, reward, terminated, truncated, info
+
+    def _serve(self):
+        """Press FIRE `presses` times (fewer if the episode ends); the rewards are summed."""
+        reward = 0.0
+        for _ in range(self.presses):
+            obs, step_reward, terminated, truncated, info = self.env.step(self.fire_action)
+            reward += step_reward
+            if terminated or truncated:
+                break
         return obs, reward, terminated, truncated, info
 
 

@@ -6,11 +6,13 @@
 Evaluation plays the greedy policy (the most probable action) by default, and is always bounded:
 an episode is cut after `max_steps_per_episode` agent steps. The original course's test process
 could wait forever in Breakout when the greedy policy never pressed FIRE; the course's environments
-press FIRE at each life's start, and the cap makes sure no other stuck policy can stall either.
+press FIRE at each life's start (twice, as a sticky action can swallow one press), and the cap makes
+sure no other stuck policy can stall either.
 
 The course's protocol, the field's (Machado et al. 2018), for every Atari number it quotes:
 - sticky actions 0.25 in training and in evaluation (envs.STICKY_ACTIONS, ALE v5's own default):
-  each agent step, the emulator repeats the previous action with probability 0.25. Without them
+  each emulator frame (4 per agent step), the emulator repeats the previous action with
+  probability 0.25. Without them
   Pong is deterministic: a greedy policy replays one fixed game per no-op start (at most 30), and
   scores far above what it holds under sticky actions. Such figures may be shown, labelled
   "deterministic", never as a headline;

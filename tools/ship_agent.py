@@ -12,6 +12,8 @@ agent: takes the run's best.pt (the evaluated weights with the best mean; checkp
     0.25) and again in the deterministic game (sticky actions 0), and writes the card
     a3c_course/data/<game>.json: the training command, seed, versions, machine, training time and
     steps, and both evaluations with the commands that reproduce them.
+rescore: evaluates a shipped agent again, both protocols, the same games, after the evaluation's
+    environment changed; the card keeps its training part and records why (`rescored`).
 reference: copies each run's episode and evaluation records (no loss records: they are most of
     the file and the band does not use them) to a3c_course/data/reference/<game>/<run>.jsonl, and
     records each run's config and training command in runs.json beside them.
@@ -92,8 +94,7 @@ def ship_agent(
     target = DATA / f"{game}.pt"
     save_checkpoint(target, model, checkpoint.config, **checkpoint.metadata)
     shipped = load_checkpoint(target, expect_game=game)  # evaluate the file exactly as shipped
-    protocol = evaluation_record(shipped, game, episodes, STICKY_ACTIONS, "the course's (sticky actions)")
-    deterministic = evaluation_record(shipped, game, episodes, 0.0, "deterministic (sticky actions 0)")
+    protocol, deterministic = card_evaluations(shipped, game, episodes)
     history = read_metrics(run / METRICS_NAME)
     at_save = [r for r in history if r["steps"] <= checkpoint.metadata["steps"]]
     card = {
@@ -111,15 +112,48 @@ def ship_agent(
         },
         "evaluation": protocol,
         "evaluation_deterministic": deterministic,
-        "package_version": a3c_course.__version__,
-        "torch_version": torch.__version__,
-        "machine": machine_description().split(", load average")[0],
-        "date": datetime.date.today().isoformat(),
+        **measured_with(),
     }
     target.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
     print(f"{target}: {target.stat().st_size / 1e6:.2f} MB, evaluation mean {protocol['mean']:+.2f} "
           f"(deterministic: {deterministic['mean']:+.2f})")  # fmt: skip
     return target
+
+
+def card_evaluations(shipped, game: str, episodes: int) -> tuple[dict, dict]:
+    """The card's two evaluations: the course's protocol, then the deterministic game."""
+    return (
+        evaluation_record(shipped, game, episodes, STICKY_ACTIONS, "the course's (sticky actions)"),
+        evaluation_record(shipped, game, episodes, 0.0, "deterministic (sticky actions 0)"),
+    )
+
+
+def measured_with() -> dict:
+    return {
+        "package_version": a3c_course.__version__,
+        "torch_version": torch.__version__,
+        "machine": machine_description().split(", load average")[0],
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def rescore_agent(game: str, reason: str) -> None:
+    """Evaluate the shipped agent again (same weights, same games) after the evaluation's
+    environment changed, and record why on its card; the training part is kept."""
+    target = DATA / f"{game}.pt"
+    card_path = target.with_suffix(".json")
+    card = json.loads(card_path.read_text())
+    episodes = card["evaluation"]["episodes"]
+    shipped = load_checkpoint(target, expect_game=game)
+    before = card["evaluation"]["mean"]
+    card["evaluation"], card["evaluation_deterministic"] = card_evaluations(shipped, game, episodes)
+    card.update(measured_with())
+    card["rescored"] = card.get("rescored", []) + [
+        {"date": card["date"], "reason": reason, "mean_before": before}
+    ]
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    print(f"{card_path}: evaluation mean {before:+.2f} -> {card['evaluation']['mean']:+.2f} "
+          f"(deterministic: {card['evaluation_deterministic']['mean']:+.2f})")  # fmt: skip
 
 
 def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
@@ -152,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("--select-episodes", type=int, default=20)
     agent.add_argument("--last", action="store_true", help="ship checkpoint.pt, not best.pt")
     agent.add_argument("--note", help="how the training went, for the card (sessions, host load)")
+    rescore = commands.add_parser("rescore", help="evaluate a shipped agent again (its card)")
+    rescore.add_argument("--game", required=True)
+    rescore.add_argument("--reason", required=True, help="what changed in the evaluation")
     reference = commands.add_parser("reference", help="ship runs' curves as reference runs")
     reference.add_argument("runs", type=Path, nargs="+")
     reference.add_argument("--game", required=True)
@@ -162,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "agent":
         ship_agent(args.run, args.game, args.command, args.episodes, args.last, args.select,
                    args.select_episodes, args.note)  # fmt: skip
+    elif args.what == "rescore":
+        rescore_agent(args.game, args.reason)
     else:
         ship_reference(args.runs, args.game, args.commands)
     return 0
