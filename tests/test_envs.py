@@ -4,7 +4,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from gymnasium.wrappers import AtariPreprocessing
 
 from a3c_course.envs import GAMES, FireOnLifeStart, make_env, resolve_env_id
 
@@ -109,11 +108,10 @@ def test_fire_is_pressed_at_start_and_after_each_lost_life():
 
 
 def serves_the_ball(presses: int, seed: int) -> bool:
-    """The course's pipeline up to FireOnLifeStart (sticky actions 0.25), played with NOOP only:
-    a reward or a lost life within 300 steps means the ball was served."""
-    env = gym.make("ALE/Breakout-v5", obs_type="grayscale", frameskip=1,
-                   repeat_action_probability=0.25, full_action_space=False)  # fmt: skip
-    env = FireOnLifeStart(AtariPreprocessing(env, screen_size=(160, 210)), presses=presses)
+    """The course's pipeline (sticky actions 0.25) with `presses` FIRE presses per serve, played
+    with NOOP only: a reward or a lost life within 300 steps means the ball was served."""
+    env = make_env("breakout")
+    unwrap_to(env, FireOnLifeStart).presses = presses
     _, info = env.reset(seed=seed)
     for _ in range(300):
         _, reward, terminated, _, after = env.step(0)
