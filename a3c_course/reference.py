@@ -1,7 +1,8 @@
 """Reference learning curves: is my run on track?
 
-The course ships the metrics of its own training runs (`a3c_course/data/reference/<game>/*.jsonl`,
-the episode and evaluation records of `metrics.jsonl`, with the run's config.json beside each). A
+The course ships the metrics of its own training runs (`a3c_course/data/reference/<game>/*.jsonl.gz`:
+the episode and evaluation records of `metrics.jsonl`, gzipped; runs.json beside them holds each
+run's command and config). A
 run's curve is the moving average of its training episodes' raw scores; the reference band is the
 range of those curves over the shipped runs (min to max, with the median), by agent steps or by
 wall-clock minutes.
@@ -17,6 +18,7 @@ beside them. Steps do not: compare by steps when your machine differs.
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,12 +30,14 @@ from .pretrained import data_folder
 from .reports import moving_average
 
 AXES = {"steps": "agent steps", "minutes": "wall-clock minutes"}
+SUFFIX = ".jsonl.gz"  # an hour of Breakout is 10,000 episode records: 1 MB as text, 0.1 MB gzipped
+SUFFIX_GLOB = f"*{SUFFIX}"
 
 
 def reference_games() -> list[str]:
     """The games with shipped reference runs."""
     root = data_folder() / "reference"
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.jsonl")))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob(SUFFIX_GLOB)))
 
 
 def reference_runs(game: str) -> dict[str, list[dict[str, Any]]]:
@@ -52,10 +56,11 @@ def reference_runs(game: str) -> dict[str, list[dict[str, Any]]]:
 @functools.cache
 def _read_runs(game: str) -> dict[str, list[dict[str, Any]]]:
     folder: Path = data_folder() / "reference" / game
-    return {
-        path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        for path in sorted(folder.glob("*.jsonl"))
-    }
+    runs = {}
+    for path in sorted(folder.glob(SUFFIX_GLOB)):
+        lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+        runs[path.name.removesuffix(SUFFIX)] = [json.loads(line) for line in lines if line.strip()]
+    return runs
 
 
 def score_curve(

@@ -15,14 +15,16 @@ agent: takes the run's best.pt (the evaluated weights with the best mean; checkp
 rescore: evaluates a shipped agent again, both protocols, the same games, after the evaluation's
     environment changed; the card keeps its training part and records why (`rescored`).
 reference: copies each run's episode and evaluation records (no loss records: they are most of
-    the file and the band does not use them) to a3c_course/data/reference/<game>/<run>.jsonl, and
-    records each run's config and training command in runs.json beside them.
+    the file and the band does not use them), gzipped, to
+    a3c_course/data/reference/<game>/<game>-seed<seed>.jsonl.gz, and records each run's config and
+    training command in runs.json beside them.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -39,6 +41,7 @@ from a3c_course.checkpoint import (
 )
 from a3c_course.envs import STICKY_ACTIONS
 from a3c_course.evaluate import evaluate
+from a3c_course.reference import SUFFIX
 from a3c_course.throughput import machine_description
 from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
 
@@ -162,10 +165,13 @@ def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
     index = {}
     for run, command in zip(runs, commands, strict=True):
         records = [r for r in read_metrics(run / METRICS_NAME) if r["kind"] in ("episode", "eval")]
-        (folder / f"{run.name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         config = json.loads((run / CONFIG_NAME).read_text())
-        index[run.name] = {"command": command, "config": config}
-        print(f"{folder / run.name}.jsonl: {len(records)} records")
+        name = f"{game}-seed{config['seed']}"
+        text = "".join(json.dumps(r) + "\n" for r in records)
+        path = folder / f"{name}{SUFFIX}"
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))  # mtime 0: the same runs, same bytes
+        index[name] = {"command": command, "config": config}
+        print(f"{path}: {len(records)} records")
     index_path = folder / "runs.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else {}
     known.update(index)
