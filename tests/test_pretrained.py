@@ -9,11 +9,17 @@ import torch
 
 from a3c_course import pretrained
 from a3c_course.cli import build_parser, config_from_args, main
-from a3c_course.config import TrainConfig
+from a3c_course.config import BREAKOUT, TrainConfig
 from a3c_course.envs import STICKY_ACTIONS
 from a3c_course.evaluate import evaluate
 from a3c_course.model import COURSE_NETWORK
-from a3c_course.reference import plot_reference, reference_band, reference_runs, score_curve
+from a3c_course.reference import (
+    plot_reference,
+    reference_band,
+    reference_games,
+    reference_runs,
+    score_curve,
+)
 from a3c_course.video import play_episodes
 
 # A uniformly random player's mean score (Mnih et al. 2015), and how far above it the shipped
@@ -21,6 +27,9 @@ from a3c_course.video import play_episodes
 RANDOM = {"pong": -20.7, "breakout": 1.7}
 FAR_ABOVE_RANDOM = {"pong": 15.0, "breakout": 50.0}
 SHIPPED = ["breakout", "pong"]
+# The settings of each game's reference runs (benchmarks/README.md): Pong's are the defaults,
+# Breakout's the `breakout` preset.
+REFERENCE_SETTINGS = {"breakout": BREAKOUT, "pong": {}}
 
 
 def config_of_command(command: str, saved: TrainConfig) -> TrainConfig:
@@ -130,10 +139,16 @@ def test_pretrained_agent_plays_in_a_video_recording():
     assert len(episodes[0].frames) == 31  # the first screen, then one after each of 30 actions
 
 
-def test_reference_runs_are_three_pong_seeds_with_their_commands():
-    runs = reference_runs("pong")
+def test_both_games_ship_reference_runs():
+    assert reference_games() == sorted(REFERENCE_SETTINGS)
+
+
+@pytest.mark.parametrize("game", sorted(REFERENCE_SETTINGS))
+def test_reference_runs_are_three_seeds_with_their_commands(game):
+    runs = reference_runs(game)
     assert len(runs) >= 3
-    index = json.loads((pretrained.path("pong").parent / "reference/pong/runs.json").read_text())
+    index = json.loads((pretrained.path(game).parent / f"reference/{game}/runs.json").read_text())
+    seeds = set()
     for name, records in runs.items():
         assert index[name]["command"].startswith("a3c-course train")
         config = TrainConfig.from_dict(index[name]["config"])
@@ -141,10 +156,18 @@ def test_reference_runs_are_three_pong_seeds_with_their_commands():
             hidden_size=config.hidden_size
         ) == config  # the command reproduces the run (hidden_size: None and 128 build one network)
         assert {r["kind"] for r in records} == {"episode", "eval"}
-        # the band is the course's defaults: the same settings but the seed and the budget
-        expected = TrainConfig(seed=config.seed, max_minutes=config.max_minutes, eval_mode="after")
+        # the documented settings; only the seed, the budget and the evaluation's rhythm vary
+        expected = TrainConfig(
+            **REFERENCE_SETTINGS[game],
+            seed=config.seed,
+            max_minutes=config.max_minutes,
+            eval_mode="after",
+            eval_interval_s=config.eval_interval_s,
+        )
         assert config.replace(out_dir=expected.out_dir, hidden_size=None) == expected
         assert config.hidden_size in (None, COURSE_NETWORK["hidden_size"])  # None: the default
+        seeds.add(config.seed)
+    assert len(seeds) == len(runs)  # three seeds, not one run three times
 
 
 def test_score_curve_is_the_moving_average_of_episode_scores():
@@ -160,9 +183,10 @@ def test_score_curve_is_the_moving_average_of_episode_scores():
         score_curve(history, "hours")
 
 
-def test_reference_band_orders_low_median_high():
+@pytest.mark.parametrize("game", sorted(REFERENCE_SETTINGS))
+def test_reference_band_orders_low_median_high(game):
     for by in ("steps", "minutes"):
-        x, low, median, high = reference_band("pong", by, points=50)
+        x, low, median, high = reference_band(game, by, points=50)
         assert x.shape == low.shape == median.shape == high.shape == (50,)
         assert (low <= median).all() and (median <= high).all()
         assert (x[1:] > x[:-1]).all()
@@ -170,10 +194,11 @@ def test_reference_band_orders_low_median_high():
         reference_band("tetris")
 
 
-def test_reference_plot_with_and_without_a_learners_run():
-    alone = plot_reference(game="pong")
+@pytest.mark.parametrize("game", sorted(REFERENCE_SETTINGS))
+def test_reference_plot_with_and_without_a_learners_run(game):
+    alone = plot_reference(game=game)
     assert [line.get_label() for line in alone.axes[0].lines] == ["course runs (median)"]
-    mine = next(iter(reference_runs("pong").values()))
-    figure = plot_reference(mine, game="pong", by="minutes", label="my run")
+    mine = next(iter(reference_runs(game).values()))
+    figure = plot_reference(mine, game=game, by="minutes", label="my run")
     assert [line.get_label() for line in figure.axes[0].lines][-1] == "my run"
     assert figure.axes[0].get_xlabel() == "wall-clock minutes"

@@ -220,8 +220,9 @@ def test_training_plot_adds_the_reference_band_for_a_game_that_has_one():
         return struct.unpack(">I", png[16:20])[0]  # the IHDR chunk's width
 
     alone = width(learning_curve_png(history, 20, "CartPole-v1", game="CartPole-v1"))
-    with_band = width(learning_curve_png(history, 20, "ALE/Pong-v5", game="pong"))
-    assert with_band == 2 * alone  # two panels side by side: the run, and the run over the band
+    for game in ("pong", "breakout"):
+        with_band = width(learning_curve_png(history, 20, f"ALE/{game.title()}-v5", game=game))
+        assert with_band == 2 * alone  # two panels side by side: the run, and the run over the band
 
 
 def test_evaluate_plays_whole_games_and_says_so(cartpole_checkpoint, tmp_path):
