@@ -1,11 +1,10 @@
 """Reference learning curves: is my run on track?
 
-The course ships the metrics of its own training runs (`a3c_course/data/reference/<game>/*.jsonl.gz`:
-the episode and evaluation records of `metrics.jsonl`, gzipped; runs.json beside them holds each
-run's command and config). A
-run's curve is the moving average of its training episodes' raw scores; the reference band is the
-range of those curves over the shipped runs (min to max, with the median), by agent steps or by
-wall-clock minutes.
+The course ships the metrics of its own training runs in `a3c_course/data/reference/<game>/`: the
+episode and evaluation records of each run's `metrics.jsonl`, gzipped (`<game>-seed<S>.jsonl.gz`),
+and runs.json, each run's command and config. A run's curve is the moving average of its training
+episodes' raw scores; the reference band is the range of those curves over the shipped runs (min to
+max, with the median), by agent steps or by wall-clock minutes.
 
     from a3c_course.reference import plot_reference
     plot_reference(result.history, game="pong", by="minutes")   # your run over the band

@@ -2,7 +2,8 @@
 
     .venv/bin/python tools/ship_agent.py agent runs/pong-seed0 --game pong \
         --command "a3c-course train --game pong --seed 0 --minutes 15 --out runs/pong-seed0"
-    .venv/bin/python tools/ship_agent.py reference runs/pong-seed0 runs/pong-seed1 --game pong
+    .venv/bin/python tools/ship_agent.py reference runs/pong-seed0 runs/pong-seed1 --game pong \
+        --commands "a3c-course train --seed 0 ..." "a3c-course train --seed 1 ..."
 
 agent: takes the run's best.pt (the evaluated weights with the best mean; checkpoint.pt with
     --last; with --select K, the best of the K snapshots whose training evaluations scored highest,
@@ -169,7 +170,8 @@ def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
         name = f"{game}-seed{config['seed']}"
         text = "".join(json.dumps(r) + "\n" for r in records)
         path = folder / f"{name}{SUFFIX}"
-        path.write_bytes(gzip.compress(text.encode(), mtime=0))  # mtime 0: the same runs, same bytes
+        # mtime 0: the same runs give the same bytes
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))
         index[name] = {"command": command, "config": config}
         print(f"{path}: {len(records)} records")
     index_path = folder / "runs.json"
