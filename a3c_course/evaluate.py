@@ -13,8 +13,8 @@ The course's protocol, the field's (Machado et al. 2018), for every Atari number
 - sticky actions 0.25 in training and in evaluation (envs.STICKY_ACTIONS, ALE v5's own default):
   each emulator frame (4 per agent step), the emulator repeats the previous action with
   probability 0.25. Without them Pong is deterministic: a greedy policy replays one fixed game per
-  no-op start (at most 30), and scores far above what it holds under sticky actions. Such figures may be shown, labelled
-  "deterministic", never as a headline;
+  no-op start (at most 30), and scores far above what it holds under sticky actions. Such figures
+  may be shown, labelled "deterministic", never as a headline;
 - full games: every life, up to the game's own end (the episode cap is a safety net whose hits
   are counted as "capped"), from up to 30 random no-ops; the raw game score, never clipped;
 - 10 games per evaluation, the greedy policy (the most probable action): greedy is what a trained

@@ -30,13 +30,12 @@ from .reports import moving_average
 
 AXES = {"steps": "agent steps", "minutes": "wall-clock minutes"}
 SUFFIX = ".jsonl.gz"  # an hour of Breakout is 10,000 episode records: 1 MB as text, 0.1 MB gzipped
-SUFFIX_GLOB = f"*{SUFFIX}"
 
 
 def reference_games() -> list[str]:
     """The games with shipped reference runs."""
     root = data_folder() / "reference"
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob(SUFFIX_GLOB)))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob(f"*{SUFFIX}")))
 
 
 def reference_runs(game: str) -> dict[str, list[dict[str, Any]]]:
@@ -56,7 +55,7 @@ def reference_runs(game: str) -> dict[str, list[dict[str, Any]]]:
 def _read_runs(game: str) -> dict[str, list[dict[str, Any]]]:
     folder: Path = data_folder() / "reference" / game
     runs = {}
-    for path in sorted(folder.glob(SUFFIX_GLOB)):
+    for path in sorted(folder.glob(f"*{SUFFIX}")):
         lines = gzip.decompress(path.read_bytes()).decode().splitlines()
         runs[path.name.removesuffix(SUFFIX)] = [json.loads(line) for line in lines if line.strip()]
     return runs
