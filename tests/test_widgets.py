@@ -10,6 +10,7 @@ import torch
 
 from a3c_course.checkpoint import load_checkpoint, save_checkpoint
 from a3c_course.config import TrainConfig
+from a3c_course.envs import resolve_env_id
 from a3c_course.model import ActorCritic
 from a3c_course.widgets import (
     PRETRAINED,
@@ -221,7 +222,7 @@ def test_training_plot_adds_the_reference_band_for_a_game_that_has_one():
 
     alone = width(learning_curve_png(history, 20, "CartPole-v1", game="CartPole-v1"))
     for game in ("pong", "breakout"):
-        with_band = width(learning_curve_png(history, 20, f"ALE/{game.title()}-v5", game=game))
+        with_band = width(learning_curve_png(history, 20, resolve_env_id(game), game=game))
         assert with_band == 2 * alone  # two panels side by side: the run, and the run over the band
 
 
