@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envs import STICKY_ACTIONS, is_atari, resolve_env_id
+from .envs import FRAME_SIZE, STICKY_ACTIONS, is_atari, resolve_env_id
 from .model import ACTIVATIONS, COURSE_NETWORK, ORIGINAL_CONV_BODY, ORIGINAL_NETWORK
 from .optim import OPTIMIZERS
 
@@ -131,6 +131,11 @@ class TrainConfig:
     max_episode_steps: int | None = _field(
         None, "cut training episodes after this many agent steps (default: the game's own limit)"
     )
+    frame_size: int = _field(
+        FRAME_SIZE,
+        "Atari: the side of the square grey frame the agent sees (42: pytorch-a3c's and the "
+        "original course's; 84: DQN's)",
+    )
     sticky_actions: float = _field(
         STICKY_ACTIONS,
         "Atari: probability that the emulator repeats the previous action (the field's protocol "
@@ -175,6 +180,7 @@ class TrainConfig:
             raise ValueError(f"game: {error}") from None
         _check_int(self, "workers", low=1)
         _check_int(self, "envs_per_worker", low=1)
+        _check_int(self, "frame_size", low=16)  # four stride-2 convolutions: at least 1x1 left
         _check_float(self, "lr", "a positive number, e.g. 1e-4", low=0.0, low_open=True)
         _check_int(self, "lr_anneal_steps", low=1, optional=True)
         _check_float(self, "gamma", "in (0, 1]", low=0.0, high=1.0, low_open=True)

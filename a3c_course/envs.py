@@ -8,7 +8,7 @@ The Atari pipeline, outermost wrapper last (each choice is explained in notebook
     TimeLimit                        optional, in agent steps; ALE itself truncates after 108,000 frames
     RecordEpisodeStatistics          the raw game score and length, in info["episode"] at an episode's end
     ClipReward                       training rewards in [-1, 1]
-    PlayAreaObservation              crop the play area, resize to 42x42, scale to [0, 1], add a channel axis
+    PlayAreaObservation              crop the play area, resize to 42x42 (FRAME_SIZE), scale to [0, 1], add a channel axis
 
 `terminated` (game over) and `truncated` (a time limit) stay distinct all the way through.
 """
@@ -32,6 +32,9 @@ NATIVE_SCREEN = (210, 160)
 # Without it a greedy policy replays one fixed game from each no-op start; 0.0 gives that
 # deterministic game (the original course's setting), for comparison only.
 STICKY_ACTIONS = 0.25
+# The side of the square frame the agent sees: pytorch-a3c's and the original course's 42 (DQN used
+# 84). A network is built for one size; frame_options gives the environment that fits it.
+FRAME_SIZE = 42
 
 
 def register_ale() -> None:
@@ -110,7 +113,7 @@ class FireOnLifeStart(gym.Wrapper, gym.utils.RecordConstructorArgs):
 class PlayAreaObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Crop rows [top, bottom) of a grey frame, resize to size x size, scale to [0, 1], add a channel axis."""
 
-    def __init__(self, env: gym.Env, rows: tuple[int, int], size: int = 42):
+    def __init__(self, env: gym.Env, rows: tuple[int, int], size: int = FRAME_SIZE):
         gym.utils.RecordConstructorArgs.__init__(self, rows=rows, size=size)
         gym.ObservationWrapper.__init__(self, env)
         self.rows = rows
@@ -126,7 +129,7 @@ class PlayAreaObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArg
 def make_atari_env(
     env_id: str,
     *,
-    size: int = 42,
+    size: int = FRAME_SIZE,
     frame_skip: int = 4,
     sticky_actions: float = STICKY_ACTIONS,
     noop_max: int = 30,
@@ -158,6 +161,12 @@ def make_atari_env(
     if clip_rewards:
         env = ClipReward(env, -1.0, 1.0)
     return PlayAreaObservation(env, PLAY_AREA_ROWS.get(env_id, (0, height)), size)
+
+
+def frame_options(obs_shape: tuple[int, ...]) -> dict[str, int]:
+    """make_env options that give a network the frames it was built for: {"size": S} for
+    (C, S, S) frames, nothing for vector observations."""
+    return {"size": int(obs_shape[-1])} if len(obs_shape) == 3 else {}
 
 
 def make_vector_obs_env(

@@ -53,7 +53,7 @@ from .checkpoint import (
     save_checkpoint,
 )
 from .config import TrainConfig
-from .envs import STICKY_ACTIONS, is_atari, make_env, resolve_env_id
+from .envs import STICKY_ACTIONS, frame_options, is_atari, make_env, resolve_env_id
 from .model import ActorCritic, greedy_action, sample_action
 from .worker import StopOrOrphaned, child_setup, report_crash, sync_from_shared
 
@@ -156,7 +156,10 @@ def evaluate(
         raise ValueError("evaluate needs game=... when given a model rather than a checkpoint")
     choose = greedy_action if greedy else (lambda logits: sample_action(logits).action)
     slots = min(episodes, parallel)
-    envs = [evaluation_env(game, max_steps_per_episode, sticky_actions) for _ in range(slots)]
+    fits = frame_options(model.obs_shape)  # the frame size the network was trained on
+    envs = [
+        evaluation_env(game, max_steps_per_episode, sticky_actions, **fits) for _ in range(slots)
+    ]
     try:
         with torch.no_grad():
             return _play_batched(model, envs, episodes, choose, seed, should_stop)

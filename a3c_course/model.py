@@ -1,7 +1,7 @@
 """The actor-critic network: a shared body, an LSTM, and two heads.
 
     frames (B, 1, 42, 42) -> standardise each frame -> 4 x [conv 3x3 stride 2, F filters, activation]
-                          -> (B, F, 3, 3) -> flatten (B, 9F)
+                          -> (B, F, 3, 3) -> flatten (B, 9F)     (84x84 frames: (B, F, 6, 6), 36F)
     vectors (B, D)        -> 2 x [linear, tanh]                        -> (B, body_size)
     -> LSTMCell(hidden_size) -> critic: linear -> value V(s) (B, 1)
                              -> actor:  linear -> logits of pi(a|s) (B, n_actions)
@@ -60,7 +60,8 @@ def default_hidden_size(frames: bool) -> int:
 def conv_body(
     in_channels: int = 1, filters: int = 16, layers: int = 4, activation: str = "relu"
 ) -> nn.Sequential:
-    """Four 3x3 stride-2 convolutions, each followed by the activation: 42 -> 21 -> 11 -> 6 -> 3."""
+    """Four 3x3 stride-2 convolutions, each followed by the activation: 42 -> 21 -> 11 -> 6 -> 3
+    (84 -> 42 -> 21 -> 11 -> 6)."""
     blocks = []
     for i in range(layers):
         blocks += [

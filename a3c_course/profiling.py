@@ -28,6 +28,7 @@ from .throughput import one_thread
 from .worker import (
     EnvRunner,
     collect_rollout,
+    env_options,
     make_worker_envs,
     rollout_loss,
     sync_from_shared,
@@ -194,7 +195,7 @@ def profile_worker(
     config = config.replace(workers=1, eval_episodes=0)
     torch.manual_seed(config.seed)
     with one_thread():
-        probe = make_env(config.game)
+        probe = make_env(config.game, **env_options(config))
         shared = ActorCritic.for_env(probe, **config.network_options).share_memory()
         probe.close()
         optimizer = make_shared_optimizer(config.optimizer, shared.parameters(), config.lr)

@@ -85,6 +85,7 @@ from .run_record import (
     snapshot_steps,
 )
 from .runlock import hold_run_folder
+from .worker import env_options
 
 # The run's records and files are run_record.py's; they are imported from here too.
 __all__ = [
@@ -109,7 +110,7 @@ CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
 
 def build_shared_model(config: TrainConfig) -> ActorCritic:
     """The network for config.game, seeded with config.seed, its weights in shared memory."""
-    probe = make_env(config.game)
+    probe = make_env(config.game, **env_options(config))  # the workers' frames: their size
     torch.manual_seed(config.seed)
     model = ActorCritic.for_env(probe, **config.network_options)
     probe.close()

@@ -385,13 +385,14 @@ def play_episodes(
     Episode k is reset with seed + k. max_steps cuts each recording (videos stay short); an
     episode cut this way has ended=False and its score is the raw score so far.
     """
-    from .envs import is_atari, make_env, resolve_env_id
+    from .envs import frame_options, is_atari, make_env, resolve_env_id
 
     if not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     env_id = resolve_env_id(game)
     if is_atari(env_id):
-        env = make_env(game, render_mode="rgb_array", sticky_actions=sticky_actions)
+        fits = {} if model is None else frame_options(model.obs_shape)
+        env = make_env(game, render_mode="rgb_array", sticky_actions=sticky_actions, **fits)
     elif env_id.startswith("CartPole"):
         env = CartPoleFrames(make_env(game))  # drawn here: gymnasium's renderer needs pygame
     else:

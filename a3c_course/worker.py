@@ -122,10 +122,12 @@ def _batch(observations: list[np.ndarray]) -> torch.Tensor:
 
 
 def env_options(config: TrainConfig) -> dict[str, Any]:
-    """make_env options for training environments: the time limit, and sticky actions on Atari."""
+    """make_env options for training environments: the time limit; on Atari, sticky actions and
+    the frame size."""
     options: dict[str, Any] = {"max_episode_steps": config.max_episode_steps}
     if is_atari(config.env_id):
         options["sticky_actions"] = config.sticky_actions
+        options["size"] = config.frame_size
     return options
 
 

@@ -53,6 +53,8 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
         ({"eval_mode": "never"}, "eval_mode must be one of 'live', 'after', got 'never'"),
         ({"activation": "gelu"}, "activation must be one of 'relu', 'elu', 'leaky_relu', got 'gelu'"),
         ({"conv_filters": 0}, "conv_filters must be an integer >= 1, got 0"),
+        ({"frame_size": 8}, "frame_size must be an integer >= 16, got 8"),
+        ({"frame_size": 84.0}, "frame_size must be an integer >= 16, got 84.0"),
         (
             {"eval_mode": "after", "target_score": 18},
             "target_score must be None with eval_mode 'after', got 18.0: its evaluations come only",

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from a3c_course.envs import GAMES, FireOnLifeStart, make_env, resolve_env_id
+from a3c_course.envs import GAMES, FireOnLifeStart, frame_options, make_env, resolve_env_id
 
 
 def unwrap_to(env, wrapper_type):
@@ -29,6 +29,11 @@ def test_observation_shape_dtype_and_range(game):
 def test_size_is_configurable():
     obs, _ = make_env("pong", size=84).reset(seed=0)
     assert obs.shape == (1, 84, 84)
+
+
+def test_frame_options_give_the_frame_size_a_network_was_built_for():
+    assert frame_options((1, 84, 84)) == {"size": 84}
+    assert frame_options((4,)) == {}  # vector observations: no frames to size
 
 
 @pytest.mark.parametrize("game", ["pong", "breakout"])

@@ -17,6 +17,7 @@ from a3c_course.checkpoint import load_checkpoint, model_from_checkpoint
 from a3c_course.config import TrainConfig
 from a3c_course.evaluate import evaluate
 from a3c_course.trainer import WorkerError, build_shared_model, train
+from a3c_course.video import play_episodes
 
 # CartPole settings, measured on the course's 2-core machine shared with other jobs: a learning
 # rate of 3e-3 (Atari's 1e-4 is far too slow here), 8 environments per worker stepped with one
@@ -100,6 +101,21 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     assert checkpoint.metadata["stop_reason"] == "max_steps"
     assert model_from_checkpoint(checkpoint).n_actions == 6
     assert_no_children_left([])
+
+
+@pytest.mark.timeout(180)
+def test_a_network_trained_on_84x84_frames_is_scored_and_filmed_on_84x84_frames(tmp_path):
+    config = TrainConfig(
+        game="pong", workers=1, envs_per_worker=2, frame_size=84, max_steps=400, eval_episodes=0,
+        out_dir=str(tmp_path),
+    )  # fmt: skip
+    checkpoint = load_checkpoint(train(config, progress=False).checkpoint)
+    model = model_from_checkpoint(checkpoint)
+    assert model.obs_shape == (1, 84, 84) and checkpoint.config.frame_size == 84
+    scored = evaluate(checkpoint, episodes=2, max_steps_per_episode=20)
+    assert len(scored.scores) == 2 and all(scored.capped)
+    filmed = play_episodes("pong", model, max_steps=3)[0]
+    assert filmed.observations[0].shape == (1, 84, 84)
 
 
 @pytest.mark.timeout(180)
