@@ -53,7 +53,7 @@ colab-check:
 	$(COLAB_VENV)/bin/pytest --import-mode=importlib -p no:warnings tests/test_widgets.py tests/test_colab.py
 	$(COLAB_VENV)/bin/pytest -p no:warnings --nbval-lax notebooks
 
-# Train an agent on Pong for 20 minutes with two workers (2 environments each), then score the
+# Train an agent on Pong for 20 minutes with two workers (8 environments each), then score the
 # network's snapshots (one a minute) on both cores; the run lands in runs/pong.
 train: $(STAMP)
 	$(BIN)/a3c-course train --game pong --minutes 20 --eval-mode after --out runs/pong

@@ -101,7 +101,7 @@ def test_help_describes_every_training_option_with_its_default(capsys):
     for flag in ["--game GAME", "--workers N", "--minutes X", "--steps N", "--target-score X",
                  "--out DIR", "--lr X", "--envs-per-worker N", "--optimizer {adam,rmsprop}"]:  # fmt: skip
         assert flag in text
-    assert "learning rate of the shared optimizer (the original's: 1e-4) (default: 0.0003)" in text
+    assert "learning rate of the shared optimizer (the original's: 1e-4) (default: 0.0007)" in text
     assert "(default: 30.0); 'none' for no limit" in text
 
 

@@ -11,7 +11,7 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
     config = TrainConfig()
     assert (config.gamma, config.gae_lambda) == (0.99, 1.0)
     assert (config.entropy_coef, config.value_coef, config.max_grad_norm) == (0.01, 0.5, 40.0)
-    assert (config.rollout_steps, config.envs_per_worker, config.lr) == (20, 2, 3e-4)
+    assert (config.rollout_steps, config.envs_per_worker, config.lr) == (20, 8, 7e-4)
     assert config.optimizer == "adam" and config.eval_episodes == 10
     worker = TrainConfig(**ORIGINAL_WORKER)
     assert (worker.envs_per_worker, worker.rollout_steps, worker.lr) == (1, 20, 1e-4)
@@ -69,7 +69,7 @@ def test_invalid_values_name_the_field_the_value_and_what_is_allowed(changes, me
 def test_replace_validates_and_leaves_the_original_alone():
     config = TrainConfig(game="breakout", max_minutes=None, max_steps=1000)
     changed = config.replace(lr=5e-4)
-    assert changed.lr == 5e-4 and config.lr == 3e-4
+    assert changed.lr == 5e-4 and config.lr == 7e-4
     with pytest.raises(ValueError, match="gamma must be in"):
         config.replace(gamma=2)
     with pytest.raises(AttributeError):

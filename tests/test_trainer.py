@@ -81,6 +81,7 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
         # 50 rollouts of 40 steps: a small budget could all be spent by one worker while the
         # other was still making its environments, and that one then stopped without a rollout
         max_steps=2_000,
+        envs_per_worker=2,
         eval_interval_s=0.2,
         eval_episodes=1,
         eval_max_episode_steps=30,
