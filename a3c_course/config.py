@@ -13,9 +13,10 @@ gradient-norm clip 40, Adam, 20-step rollouts: pytorch-a3c's and the original co
 A3C paper used t_max 5 and shared RMSProp on Atari) and run it faster: 8 environments per worker
 stepped with one batched forward pass (160 samples per update; synchronous inside a worker,
 asynchronous across workers), lr 7e-4 (A2C's in the OpenAI baselines' Atari runs), and a smaller
-network (ReLU, 16 filters, LSTM 128: model.COURSE_NETWORK). Atari games are played under the field's protocol, sticky actions 0.25
-(envs.STICKY_ACTIONS). What these settings reach, and in how long, is measured side by side in
-benchmarks/README.md, with the command, date and host of every figure.
+network (ReLU, 16 filters, LSTM 128: model.COURSE_NETWORK). Atari games are played under the
+field's protocol, sticky actions 0.25 (envs.STICKY_ACTIONS), on 42x42 frames (envs.FRAME_SIZE).
+What these settings reach, and in how long, is measured side by side in benchmarks/README.md, with
+the command, date and host of every figure.
 Each field's help text (also shown by `a3c-course train --help`) sits in its metadata.
 """
 

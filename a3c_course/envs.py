@@ -8,7 +8,7 @@ The Atari pipeline, outermost wrapper last (each choice is explained in notebook
     TimeLimit                        optional, in agent steps; ALE itself truncates after 108,000 frames
     RecordEpisodeStatistics          the raw game score and length, in info["episode"] at an episode's end
     ClipReward                       training rewards in [-1, 1]
-    PlayAreaObservation              crop the play area, resize to 42x42 (FRAME_SIZE), scale to [0, 1], add a channel axis
+    PlayAreaObservation              crop the play area, resize to 42x42, scale to [0, 1], add a channel axis
 
 `terminated` (game over) and `truncated` (a time limit) stay distinct all the way through.
 """

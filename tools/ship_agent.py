@@ -3,7 +3,8 @@
     .venv/bin/python tools/ship_agent.py agent runs/pong-seed0 --game pong \
         --command "a3c-course train --game pong --seed 0 --minutes 15 --out runs/pong-seed0"
     .venv/bin/python tools/ship_agent.py reference runs/pong-seed0 runs/pong-seed1 --game pong \
-        --commands "a3c-course train --seed 0 ..." "a3c-course train --seed 1 ..."
+        --commands "a3c-course train --seed 0 ..." "a3c-course train --seed 1 ..." \
+        --measured-by "benchmarks/compare.py ... (date, raw emulator speed)"
 
 agent: takes the run's best.pt (the evaluated weights with the best mean; checkpoint.pt with
     --last; with --select K, the best of the K snapshots whose training evaluations scored highest,
@@ -18,7 +19,7 @@ rescore: evaluates a shipped agent again, both protocols, the same games, after 
 reference: copies each run's episode and evaluation records (no loss records: they are most of
     the file and the band does not use them), gzipped, to
     a3c_course/data/reference/<game>/<game>-seed<seed>.jsonl.gz, and records each run's config and
-    training command in runs.json beside them.
+    training command in runs.json beside them, with the machine and --measured-by (the sitting).
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def rescore_agent(game: str, reason: str) -> None:
           f"(deterministic: {card['evaluation_deterministic']['mean']:+.2f})")  # fmt: skip
 
 
-def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
+def ship_reference(runs: list[Path], game: str, commands: list[str], measured_by: str) -> None:
     folder = DATA / "reference" / game
     folder.mkdir(parents=True, exist_ok=True)
     index = {}
@@ -177,7 +178,7 @@ def ship_reference(runs: list[Path], game: str, commands: list[str]) -> None:
     index_path = folder / "runs.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else {}
     known.update(index)
-    info = {"machine": machine_description().split(", load average")[0]}
+    info = {"machine": machine_description().split(", load average")[0], "measured_by": measured_by}
     index_path.write_text(json.dumps({**known, "_machine": info}, indent=2) + "\n")
 
 
@@ -203,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     reference.add_argument(
         "--commands", nargs="+", required=True, help="the command of each run, in order"
     )
+    reference.add_argument(
+        "--measured-by", required=True, help="the sitting that made the runs: command, date, raw speed"
+    )
     args = parser.parse_args(argv)
     if args.what == "agent":
         ship_agent(args.run, args.game, args.command, args.episodes, args.last, args.select,
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.what == "rescore":
         rescore_agent(args.game, args.reason)
     else:
-        ship_reference(args.runs, args.game, args.commands)
+        ship_reference(args.runs, args.game, args.commands, args.measured_by)
     return 0
 
 
