@@ -17,13 +17,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .envs import make_env
+from .envs import FRAME_SIZE, make_env
 from .model import ACTIVATIONS, ActorCritic
 
 
-def random_play_frames(game: str, count: int = 60, seed: int = 1, every: int = 5) -> torch.Tensor:
-    """`count` preprocessed observations (count, 1, 42, 42) of random play, one every `every` steps."""
-    env = make_env(game, seed=seed)
+def random_play_frames(
+    game: str, count: int = 60, seed: int = 1, every: int = 5, size: int = FRAME_SIZE
+) -> torch.Tensor:
+    """`count` preprocessed observations (count, 1, size, size) of random play, one every `every`
+    steps; size: the frames the network reads (its obs_shape[-1])."""
+    env = make_env(game, seed=seed, size=size)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     frames = []

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import Checkpoint, load_checkpoint, model_from_checkpoint
-from .envs import STICKY_ACTIONS
+from .envs import FRAME_SIZE, STICKY_ACTIONS
 from .model import ActorCritic
 
 
@@ -78,9 +78,11 @@ def summary(game: str) -> str:
     """One line for a notebook or a terminal: the score, its evaluation, the training it took."""
     info = card(game)
     evaluation, training = info["evaluation"], info["training"]
+    size = training["config"].get("frame_size", FRAME_SIZE)  # cards before the option: 42
     return (
         f"{game}: mean score {evaluation['mean']:+.1f} (min {evaluation['min']:+.0f}, max "
         f"{evaluation['max']:+.0f}) over {evaluation['episodes']} evaluation games with sticky "
         f"actions {card_sticky_actions(info):g}; trained "
         f"{training['minutes']:.0f} minutes ({training['steps']:,} agent steps) on {info['machine']}"
+        + ("" if size == FRAME_SIZE else f", on {size}x{size} frames")
     )

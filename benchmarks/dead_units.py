@@ -33,10 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| checkpoint | activation | steps | layer 1 | layer 2 | layer 3 | layer 4 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, checkpoint in checkpoints:
-        game = checkpoint.config.game
-        if game not in frames:
-            frames[game] = random_play_frames(game, args.frames)
-        fractions = silent_units(model_from_checkpoint(checkpoint), frames[game])
+        model = model_from_checkpoint(checkpoint)
+        game, size = checkpoint.config.game, model.obs_shape[-1]  # the frames it reads
+        if (game, size) not in frames:
+            frames[game, size] = random_play_frames(game, args.frames, size=size)
+        fractions = silent_units(model, frames[game, size])
         steps = checkpoint.metadata.get("steps") or 0
         cells = " | ".join(f"{value:.0%}" for value in fractions.values())
         print(f"| {name} | {checkpoint.config.activation} | {steps:,} | {cells} |")

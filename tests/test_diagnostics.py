@@ -21,6 +21,7 @@ def test_random_play_frames_are_preprocessed_screens(frames):
     assert frames.shape == (12, 1, 42, 42) and frames.dtype == torch.float32
     assert 0.0 <= float(frames.min()) and float(frames.max()) <= 1.0
     assert len({bytes(f.numpy()) for f in frames}) > 1  # the game moves on between them
+    assert random_play_frames("breakout", count=2, size=84).shape == (2, 1, 84, 84)
 
 
 def by_hand(model: ActorCritic, frames: torch.Tensor) -> list[float]:

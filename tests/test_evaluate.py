@@ -7,6 +7,7 @@ from gymnasium.wrappers import TimeLimit
 from a3c_course import pretrained
 from a3c_course.checkpoint import CheckpointError, save_checkpoint
 from a3c_course.config import TrainConfig
+from a3c_course.envs import frame_options
 from a3c_course.evaluate import Evaluation, evaluate, evaluation_env
 from a3c_course.model import ActorCritic
 
@@ -88,7 +89,7 @@ def test_bad_arguments():
 def one_at_a_time(model, game, episodes, seed, max_steps):
     """An independent reference: each episode alone, one observation per forward pass."""
     scores, lengths = [], []
-    env = evaluation_env(game, max_steps)
+    env = evaluation_env(game, max_steps, **frame_options(model.obs_shape))
     with torch.no_grad():
         for k in range(episodes):
             obs, _ = env.reset(seed=seed + k)

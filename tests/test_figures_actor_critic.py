@@ -121,6 +121,13 @@ def test_greedy_play_takes_the_most_probable_action(model):
     assert (greedy["action"] == greedy["probs"].argmax(axis=1)).all()
 
 
+def test_record_play_gives_a_network_the_frames_it_was_built_for():
+    # an 84x84 network fed 42x42 frames would fail in its first linear layer
+    torch.manual_seed(0)
+    played = figures.record_play(ActorCritic(obs_shape=(1, 84, 84), n_actions=6), n_steps=3, seed=3)
+    assert played["probs"].shape == (3, 6)
+
+
 def test_play_step_marks_the_step_and_the_points(game):
     game = dict(game, reward=np.array([0.0] * 4 + [1.0] + [0.0] * 4 + [-1.0, 0.0, 0.0]))
     screen, policy, value = figures.plot_play_step(game, 6, ACTIONS, title="t").axes

@@ -10,7 +10,7 @@ import torch
 from a3c_course import pretrained
 from a3c_course.cli import build_parser, config_from_args, main
 from a3c_course.config import BREAKOUT, TrainConfig
-from a3c_course.envs import STICKY_ACTIONS
+from a3c_course.envs import FRAME_SIZE, STICKY_ACTIONS
 from a3c_course.evaluate import evaluate
 from a3c_course.model import COURSE_NETWORK
 from a3c_course.reference import (
@@ -81,6 +81,13 @@ def test_the_card_records_both_protocols(game):
 
 
 @pytest.mark.parametrize("game", SHIPPED)
+def test_the_summary_names_frames_other_than_the_courses(game):
+    size = pretrained.checkpoint(game).network["obs_shape"][-1]  # what the network reads
+    assert (f"{size}x{size} frames" in pretrained.summary(game)) == (size != FRAME_SIZE)
+    assert TrainConfig.from_dict(pretrained.card(game)["training"]["config"]).frame_size == size
+
+
+@pytest.mark.parametrize("game", SHIPPED)
 def test_the_cards_command_still_trains_with_the_cards_settings(game):
     """Defaults change; the shipped command must name every setting that differs from today's."""
     training = pretrained.card(game)["training"]
@@ -108,7 +115,8 @@ def test_unknown_game_names_the_choices():
 @pytest.mark.parametrize("game", SHIPPED)
 def test_the_agent_beats_a_random_player_by_far(game):
     # Two full games with random no-op starts (seeds the card's evaluation did not use), sticky
-    # actions 0.25. Measured on 2026-12-05: pong +15.0 (random -20.7), breakout 279.5 (random 1.7).
+    # actions 0.25. Measured: pong +17.0 (2026-12-06; random -20.7), breakout 279.5 (2026-12-05;
+    # random 1.7).
     result = evaluate(pretrained.checkpoint(game), episodes=2, seed=100)
     assert result.mean > RANDOM[game] + FAR_ABOVE_RANDOM[game], result.scores
     assert not any(result.capped)

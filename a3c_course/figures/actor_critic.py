@@ -199,10 +199,13 @@ def record_play(model: nn.Module, n_steps: int, seed: int, greedy: bool = False,
     greedy: take the most probable action (as evaluations do) instead of sampling it (as
     training does). Returns a dict of arrays, one row per step.
     """
-    from a3c_course.envs import make_env
+    from a3c_course.envs import frame_options, make_env
     from a3c_course.model import sample_action
 
-    env = make_env(game, seed=seed, render_mode="rgb_array")
+    # the frames the network was built for (84x84 for the shipped Pong agent); a network built in
+    # Unit 2 by hand has no obs_shape and reads the course's 42x42
+    fits = frame_options(model.obs_shape) if hasattr(model, "obs_shape") else {}
+    env = make_env(game, seed=seed, render_mode="rgb_array", **fits)
     frame, _ = env.reset(seed=seed)
     hidden = model.lstm.hidden_size
     state = (torch.zeros(1, hidden), torch.zeros(1, hidden))
