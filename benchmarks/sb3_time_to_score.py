@@ -108,8 +108,8 @@ def make_envs(args, n_envs: int, seed: int, evaluation: bool):
     if evaluation:  # whole games, raw scores, the course's step cap (in emulator frames here)
         wrapper.update(terminal_on_life_loss=False, clip_reward=False)
         env_kwargs["max_episode_steps"] = args.eval_max_episode_steps * FRAME_SKIP
-    envs = make_atari_env(
-        sb3_env_id(args.game),
+    envs = make_atari_env(  # "ale_py:" registers the Atari ids in SubprocVecEnv's fresh processes
+        f"ale_py:{sb3_env_id(args.game)}",
         n_envs=n_envs,
         seed=seed,
         wrapper_kwargs=wrapper,
