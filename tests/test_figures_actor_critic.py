@@ -73,12 +73,12 @@ def test_parameter_table_counts_and_checks_against_the_formula():
 
 
 def test_run_steps_carries_the_state_as_a_batch_would_not(model):
-    frames = figures.random_play_frames(5, seed=1)
+    frames = figures.random_play_frames("pong", count=5, every=1)  # five consecutive steps
     assert frames.shape == (5, 1, 42, 42)
     steps = figures.run_steps(model, frames)
     assert steps.value.shape == (5,) and steps.logits.shape == (5, 6) and steps.h.shape == (5, 128)
     with torch.no_grad():  # step 0 starts from zeros, as the batch does; later steps carry (h, c)
-        batch = model(torch.from_numpy(frames))
+        batch = model(frames)
     assert torch.allclose(steps.value[0], batch.value[0, 0], atol=1e-6)
     assert not torch.allclose(steps.h[1:], batch.state[0][1:], atol=1e-6)
 

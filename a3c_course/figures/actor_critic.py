@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
+# Unit 2 calls figures.random_play_frames too (a redundant alias marks a re-export).
+from a3c_course.diagnostics import random_play_frames as random_play_frames
 from a3c_course.throughput import one_thread  # the notebook calls figures.one_thread too
 
 
@@ -121,20 +123,6 @@ def parameter_table(modules: dict[str, nn.Module], formula: dict[str, int]) -> s
         rows.append(f"{name:<14} {shapes:<44} {counts[name]:>10,} {counts[name] / total:>7.1%}")
     rows.append(f"{'total':<14} {'':<44} {total:>10,} {1:>7.1%}")
     return "\n".join(rows)
-
-
-def random_play_frames(n_steps: int, seed: int, game: str = "pong") -> np.ndarray:
-    """The observations (n_steps, 1, 42, 42) of n_steps seeded random actions."""
-    from a3c_course.envs import make_env
-
-    env = make_env(game, seed=seed)
-    frame, _ = env.reset(seed=seed)
-    frames = []
-    for _ in range(n_steps):
-        frames.append(frame)
-        frame, *_ = env.step(env.action_space.sample())
-    env.close()
-    return np.stack(frames)
 
 
 class StepOutputs(NamedTuple):
