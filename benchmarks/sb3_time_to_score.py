@@ -97,18 +97,15 @@ def sb3_env_id(game: str) -> str:
 
 
 def make_envs(args, n_envs: int, seed: int, evaluation: bool):
-    import ale_py
-    import gymnasium as gym
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
-    gym.register_envs(ale_py)
     wrapper = {"action_repeat_probability": args.sticky_actions}
     env_kwargs = {}
     if evaluation:  # whole games, raw scores, the course's step cap (in emulator frames here)
         wrapper.update(terminal_on_life_loss=False, clip_reward=False)
         env_kwargs["max_episode_steps"] = args.eval_max_episode_steps * FRAME_SKIP
-    envs = make_atari_env(  # "ale_py:" registers the Atari ids in SubprocVecEnv's fresh processes
+    envs = make_atari_env(  # "ale_py:" registers the Atari ids in every process, SubprocVecEnv's too
         f"ale_py:{sb3_env_id(args.game)}",
         n_envs=n_envs,
         seed=seed,

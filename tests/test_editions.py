@@ -69,11 +69,8 @@ def through_the_last_use_of_a_solution(notebook):
         for name in re.findall(r"^(?:def|class) (\w+)", cell.source, flags=re.MULTILINE)
     }
     assert names, "the exercises define nothing"
-    uses = [
-        i
-        for i, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code" and any(re.search(rf"\b{n}\b", cell.source) for n in names)
-    ]
+    named = re.compile(rf"\b({'|'.join(names)})\b")
+    uses = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and named.search(c.source)]
     notebook.cells = notebook.cells[: uses[-1] + 1]
     return notebook
 
