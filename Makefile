@@ -14,7 +14,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab]"
+	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab,cluster]"
 	touch $(STAMP)
 
 # JupyterLab refuses to run as root unless told to (containers, cloud machines).
@@ -33,7 +33,7 @@ notebooks: $(STAMP)
 # Everything CI checks: lint, unit tests and every notebook (strict nbval). One process: the
 # notebooks and the trainer tests each use both cores already.
 test: lint $(STAMP)
-	$(BIN)/pytest --nbval
+	$(BIN)/pytest --nbval --durations=15
 
 # Colab's stack (tools/colab_stack.py: ipywidgets 7.7.1, IPython 7.34, numpy 2.0.2, matplotlib
 # 3.10.0, no JupyterLab) in .venv-colab; the course installed from git as the notebooks' setup cell

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 
 from .checkpoint import CheckpointError, load_checkpoint
-from .config import EVAL_MODES, PRESETS, TrainConfig, preset
+from .config import BACKENDS, EVAL_MODES, PRESETS, TrainConfig, preset
 from .model import ACTIVATIONS
 from .optim import OPTIMIZERS
 
@@ -46,19 +46,22 @@ FLAG_ALIASES = {
     "max_minutes": ["--minutes"],
     "max_steps": ["--steps"],
     "out_dir": ["--out"],
+    "ray_address": ["--address"],
 }
 CHOICES = {
     "optimizer": sorted(OPTIMIZERS),
     "start_method": multiprocessing.get_all_start_methods(),
     "eval_mode": list(EVAL_MODES),
     "activation": sorted(ACTIVATIONS),
+    "backend": list(BACKENDS),
 }
-METAVARS = {"game": "GAME", "out_dir": "DIR"}
+METAVARS = {"game": "GAME", "out_dir": "DIR", "ray_address": "ADDRESS"}
 NONE_MEANS = {  # what `none` means for the optional fields
     "max_steps": "no limit",
     "max_minutes": "no limit",
     "max_episode_steps": "the game's own limit",
     "target_score": "no target",
+    "ray_address": "Ray on this machine",
 }
 
 
@@ -97,7 +100,9 @@ def add_train(subparsers) -> None:
         "train",
         help="train an agent with asynchronous workers (A3C)",
         description="Train an A3C agent: worker processes update one shared model (Hogwild), an "
-        "evaluator process scores it with the greedy policy. Stops at the first budget reached "
+        "evaluator process scores it with the greedy policy; with --backend ray the workers are "
+        "Ray actors, on this machine or a cluster (--address), around one parameter server. "
+        "Stops at the first budget reached "
         "(--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt, "
         "metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) "
         "and a short video of the final agent (gameplay.mp4).",
@@ -175,7 +180,8 @@ def resumed_config(args: argparse.Namespace) -> TrainConfig:
         saved = load_checkpoint(f"{out_dir}/{CHECKPOINT_NAME}").config
     except CheckpointError as error:
         raise UsageError(f"--resume: {error}") from None
-    return config_from_args(args, saved.replace(out_dir=out_dir))
+    where = {"ray_address": None} if hasattr(args, "backend") else {}  # a new backend: its own
+    return config_from_args(args, saved.replace(out_dir=out_dir, **where))
 
 
 def positive_int(text: str) -> int:

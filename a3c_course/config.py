@@ -75,6 +75,10 @@ def preset(name: str) -> dict[str, Any]:
 
 
 EVAL_MODES = ("live", "after")
+# hogwild: worker processes on this machine, one shared model in shared memory (hogwild.py);
+# ray: worker actors on a Ray cluster, one parameter server (cluster.py; the [cluster] extra).
+BACKENDS = ("hogwild", "ray")
+RAY_MISSING = "backend 'ray' needs Ray: pip install 'a3c-course[cluster]' (or pip install ray)"
 
 
 def default_start_method() -> str:
@@ -171,6 +175,16 @@ class TrainConfig:
         "once training stops (the workers keep every core, and the clock counts training alone)",
     )
     # Processes and output.
+    backend: str = _field(
+        "hogwild",
+        "hogwild: worker processes on this machine sharing one model in shared memory; ray: worker "
+        "actors on a Ray cluster and a parameter server (pip install 'a3c-course[cluster]')",
+    )
+    ray_address: str | None = _field(
+        None,
+        "backend ray: the cluster to join (auto, or HOST:PORT of a `ray start --head`); none: "
+        "the Ray this process has joined, else a new Ray on this machine for the run",
+    )
     start_method: str = _field(
         dataclasses.MISSING,
         "how child processes start: fork (Linux default) or spawn",
@@ -230,6 +244,16 @@ class TrainConfig:
                 f"target_score must be None with eval_mode 'after', got {self.target_score!r}: "
                 "its evaluations come only once training has stopped (use eval_mode 'live')"
             )
+        _check_str(self, "backend")
+        if self.backend not in BACKENDS:
+            _fail(self, "backend", f"one of {', '.join(map(repr, BACKENDS))}")
+        if self.ray_address is not None:
+            _check_str(self, "ray_address")
+            if self.backend != "ray":
+                raise ValueError(
+                    f"ray_address must be None with backend {self.backend!r}, got "
+                    f"{self.ray_address!r}: a cluster address needs backend 'ray'"
+                )
         _check_str(self, "start_method")
         available = multiprocessing.get_all_start_methods()
         if self.start_method not in available:

@@ -26,8 +26,8 @@ The course's protocol, the field's (Machado et al. 2018), for every Atari number
 
 Each evaluation episode is reset with its own seed, so its no-op start and its sticky draws differ.
 
-`run_evaluator` is the evaluator process of training (eval_mode "live"): every `eval_interval_s`
-seconds it copies the shared model and evaluates it while the workers go on learning.
+`evaluation_loop` is the evaluator of training (eval_mode "live"): every `eval_interval_s`
+seconds it copies the shared weights and evaluates them while the workers go on learning.
 `score_snapshots` scores the snapshots that training saved instead (eval_mode "after"), once the
 workers have stopped, several at a time.
 """
@@ -55,7 +55,7 @@ from .checkpoint import (
 from .config import TrainConfig
 from .envs import STICKY_ACTIONS, frame_options, is_atari, make_env, resolve_env_id
 from .model import ActorCritic, greedy_action, sample_action
-from .worker import StopOrOrphaned, child_setup, report_crash, sync_from_shared
+from .processes import child_setup
 
 DEFAULT_MAX_STEPS_PER_EPISODE = 10_000
 
@@ -212,55 +212,45 @@ def _evaluation(finished: dict[int, tuple[float, int, bool]], interrupted: bool)
     return result
 
 
-def run_evaluator(
-    config: TrainConfig,
-    shared_model: ActorCritic,
-    stop_event,
-    step_counter,
-    queue,
-    best_mean: float | None = None,
-) -> None:
-    """The evaluator process of training: evaluate the shared model every config.eval_interval_s
-    seconds and send the result to the parent; stop when stop_event is set.
+def evaluation_loop(config: TrainConfig, link, best_mean: float | None = None) -> None:
+    """The evaluator of training (eval_mode "live"): every config.eval_interval_s seconds, pull the
+    shared weights through link (worker.ParameterLink), evaluate them and send the record; until
+    the run stops. The same loop runs in the Hogwild backend's evaluator process and in the Ray
+    backend's evaluator actor.
 
     The evaluated copy that beats best_mean (the best so far; None: any) is saved as best.pt in
     config.out_dir. A3C's policy can slip after its peak, so the last network is not always the
     best one; best.pt keeps the exact weights that earned the score (the shared model has moved on
     by the time an evaluation ends).
     """
-    child_setup()
-    stop_event = StopOrOrphaned(stop_event)
-    try:
-        model = ActorCritic(**shared_model.architecture)
-        round_index = 0
-        while not stop_event.wait(config.eval_interval_s):
-            sync_from_shared(model, shared_model)
-            steps, started = step_counter.value, time.monotonic()
-            result = evaluate(
+    model = ActorCritic(**link.architecture)
+    round_index = 0
+    while not link.wait(config.eval_interval_s):
+        link.pull(model)
+        steps, started = link.steps, time.monotonic()
+        result = evaluate(
+            model,
+            config.game,
+            config.eval_episodes,
+            max_steps_per_episode=config.eval_max_episode_steps,
+            seed=eval_seed(config, round_index),
+            sticky_actions=config.sticky_actions,
+            should_stop=link.stopped,
+        )
+        if result.interrupted:
+            break
+        if best_mean is None or result.mean > best_mean:
+            best_mean = result.mean
+            save_checkpoint(
+                os.path.join(config.out_dir, BEST_CHECKPOINT_NAME),
                 model,
-                config.game,
-                config.eval_episodes,
-                max_steps_per_episode=config.eval_max_episode_steps,
-                seed=eval_seed(config, round_index),
-                sticky_actions=config.sticky_actions,
-                should_stop=stop_event.is_set,
+                config,
+                steps=steps,
+                eval_mean=result.mean,
+                eval_scores=list(result.scores),
             )
-            if result.interrupted:
-                break
-            if best_mean is None or result.mean > best_mean:
-                best_mean = result.mean
-                save_checkpoint(
-                    os.path.join(config.out_dir, BEST_CHECKPOINT_NAME),
-                    model,
-                    config,
-                    steps=steps,
-                    eval_mean=result.mean,
-                    eval_scores=list(result.scores),
-                )
-            queue.put(_eval_record(result, steps, time.monotonic() - started))
-            round_index += 1
-    except BaseException:
-        report_crash(queue, "evaluator")
+        link.send(_eval_record(result, steps, time.monotonic() - started))
+        round_index += 1
 
 
 def _eval_record(result: Evaluation, steps: int, duration_s: float) -> dict:

@@ -1,10 +1,11 @@
 """The Hogwild backend: the processes of one training run on this machine, and nothing else.
 
-The worker processes (worker.run_worker) share the model's weights and the optimizer's state in
-shared memory and update them without locks; with eval_mode "live" an evaluator process
-(evaluate.run_evaluator) scores the shared weights beside them. This module starts those processes
-with `multiprocessing.get_context(config.start_method)`, hands the parent the records they send
-through one queue, notices a child that died, and stops them all so that none outlives the run.
+The worker processes (run_worker: worker.worker_loop through a SharedMemoryLink) share the model's
+weights and the optimizer's state in shared memory and update them without locks; with eval_mode
+"live" an evaluator process (run_evaluator: evaluate.evaluation_loop) scores the shared weights
+beside them. This module starts those processes with
+`multiprocessing.get_context(config.start_method)`, hands the parent the records they send through
+one queue, notices a child that died, and stops them all so that none outlives the run.
 
 The parent's bookkeeping (records, metrics.jsonl, progress, snapshots, checkpoints, stop reasons)
 is the trainer's (trainer.py) and does not depend on how the workers run.
@@ -13,8 +14,6 @@ is the trainer's (trainer.py) and does not depend on how the workers run.
 from __future__ import annotations
 
 import queue as queue_module
-import signal
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,11 +21,85 @@ from typing import Any
 import torch.multiprocessing as mp
 
 from .config import TrainConfig
-from .evaluate import run_evaluator
+from .evaluate import evaluation_loop
 from .model import ActorCritic
-from .worker import run_worker
+from .processes import StopOrOrphaned, child_setup, report_crash, sigint_ignored
+from .worker import annealed_lr, apply_gradient, sync_from_shared, worker_loop
 
 JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
+
+
+class SharedMemoryLink:
+    """The workers' and the evaluator's link (worker.ParameterLink) to the parameters on this
+    machine: the shared model and the shared optimizer, updated in place without locks (Hogwild).
+
+    Staleness is counted with a shared update counter: the updates that other workers applied
+    between this worker's pull and its push.
+    """
+
+    def __init__(self, config, shared_model, optimizer, stop_event, step_counter, updates, queue):
+        self.config = config
+        self.shared_model, self.optimizer = shared_model, optimizer
+        self.stop_event, self.queue = stop_event, queue
+        self.step_counter, self.update_counter = step_counter, updates
+        self.pulled_at = 0  # the update counter at this process's last pull
+
+    @property
+    def architecture(self) -> dict:
+        return self.shared_model.architecture
+
+    def watch_parent(self) -> None:
+        """In a child process: stop also when the parent has died (processes.StopOrOrphaned)."""
+        self.stop_event = StopOrOrphaned(self.stop_event)
+
+    def stopped(self) -> bool:
+        return self.stop_event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self.stop_event.wait(timeout)
+
+    @property
+    def steps(self) -> int:
+        return self.step_counter.value
+
+    def pull(self, model) -> None:
+        self.pulled_at = self.update_counter.value
+        sync_from_shared(model, self.shared_model)
+
+    def push(self, model, steps: int) -> tuple[int, int]:
+        lr = annealed_lr(self.config, self.step_counter.value)
+        apply_gradient(self.shared_model, self.optimizer, [p.grad for p in model.parameters()], lr)
+        with self.step_counter.get_lock():
+            self.step_counter.value += steps
+            total = self.step_counter.value
+        with self.update_counter.get_lock():
+            staleness = self.update_counter.value - self.pulled_at
+            self.update_counter.value += 1
+        return total, staleness
+
+    def send(self, record) -> None:
+        self.queue.put(record)
+
+
+def run_worker(worker_id: int, config: TrainConfig, link: SharedMemoryLink) -> None:
+    """The target of a worker process. On any error the traceback goes to the parent through the
+    queue and the process exits with status 1."""
+    child_setup()
+    link.watch_parent()
+    try:
+        worker_loop(worker_id, config, link)
+    except BaseException:
+        report_crash(link.queue, worker_id)
+
+
+def run_evaluator(config: TrainConfig, link: SharedMemoryLink, best_mean: float | None) -> None:
+    """The target of the evaluator process (eval_mode "live"); errors as run_worker's."""
+    child_setup()
+    link.watch_parent()
+    try:
+        evaluation_loop(config, link, best_mean)
+    except BaseException:
+        report_crash(link.queue, "evaluator")
 
 
 class HogwildBackend:
@@ -39,6 +112,7 @@ class HogwildBackend:
         self.context = mp.get_context(config.start_method)
         self.stop_event = self.context.Event()
         self.step_counter = self.context.Value("q", steps)  # every worker adds its steps
+        self.update_counter = self.context.Value("q", 0)  # the optimizer steps, for staleness
         self.queue = self.context.Queue()
         self.children: list = []
 
@@ -50,11 +124,19 @@ class HogwildBackend:
     def start(self, live_evaluator: bool, best_mean: float | None = None) -> None:
         """Start the workers and, if live_evaluator, the evaluator (which saves best.pt when its
         mean beats best_mean)."""
-        shared = (self.stop_event, self.step_counter, self.queue)
+        link = SharedMemoryLink(
+            self.config,
+            self.shared_model,
+            self.optimizer,
+            self.stop_event,
+            self.step_counter,
+            self.update_counter,
+            self.queue,
+        )
         pending = [
             self.context.Process(
                 target=run_worker,
-                args=(worker_id, self.config, self.shared_model, self.optimizer, *shared),
+                args=(worker_id, self.config, link),
                 name=f"a3c-worker-{worker_id}",
                 daemon=False,
             )
@@ -64,8 +146,7 @@ class HogwildBackend:
             pending.append(
                 self.context.Process(
                     target=run_evaluator,
-                    args=(self.config, self.shared_model, *shared),
-                    kwargs={"best_mean": best_mean},
+                    args=(self.config, link, best_mean),
                     name="a3c-evaluator",
                     daemon=False,
                 )
@@ -73,6 +154,13 @@ class HogwildBackend:
         for child in pending:
             child.start()
             self.children.append(child)  # only started children are joined
+
+    def latest_model(self) -> ActorCritic:
+        """The shared model itself: its weights are the latest."""
+        return self.shared_model
+
+    def optimizer_state(self) -> dict[str, Any]:
+        return self.optimizer.state_dict()
 
     def receive(self, timeout: float) -> list[dict[str, Any]]:
         """Wait up to timeout for a message, then take every message already waiting."""
@@ -105,7 +193,7 @@ class HogwildBackend:
         """Ask every child to stop, wait for them, terminate stragglers; hand the records that still
         arrive to take (a child cannot exit while its queued messages are unread). A second Ctrl-C
         cannot cut this short and leave children behind."""
-        with _sigint_ignored():
+        with sigint_ignored():
             self.stop_event.set()
             deadline = time.monotonic() + JOIN_TIMEOUT_S
             while any(c.is_alive() for c in self.children) and time.monotonic() < deadline:
@@ -125,18 +213,3 @@ class HogwildBackend:
             return self.receive(timeout)
         except (OSError, EOFError, ValueError):  # a child killed mid-message
             return []
-
-
-class _sigint_ignored:
-    """Ignore Ctrl-C inside the block (only possible in the main thread; elsewhere a no-op)."""
-
-    def __enter__(self):
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return self
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        return False

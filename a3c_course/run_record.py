@@ -44,14 +44,17 @@ STOP_REASONS = ("max_steps", "max_minutes", "target_score", "interrupted", "work
 class TrainResult:
     """A training run's outcome (or, passed to on_metrics, its state so far).
 
-    history: every record received, in order. Each is a dict with "kind" ("episode", "loss" or
-        "eval"), "worker" (its index, or "evaluator"), "steps" (the global agent-step count when it
-        was made) and "elapsed_s" (seconds since the start when the parent received it), plus:
-        episode: "score" (raw game score), "length" (agent steps)
-        loss:    "total", "policy", "value", "entropy", "grad_norm" (before clipping), averaged over
-                 "rollouts" rollouts; like the loss terms, "entropy" is summed over a rollout's
-                 steps (divide by rollout_steps for the policy's entropy per step)
-        eval:    "mean", "std", "min", "max", "scores", "capped", "duration_s"
+    history: every record received, in order. Each is a dict with "kind" ("episode", "loss",
+        "eval" or "note"), "steps" (the global agent-step count when it was made) and "elapsed_s"
+        (seconds since the start when the parent received it), plus:
+        episode: "worker" (its index), "score" (raw game score), "length" (agent steps)
+        loss:    "worker", "total", "policy", "value", "entropy", "grad_norm" (before clipping),
+                 "staleness" (updates by other workers between the worker's pull and its push),
+                 averaged over "rollouts" rollouts; like the loss terms, "entropy" is summed over a
+                 rollout's steps (divide by rollout_steps for the policy's entropy per step)
+        eval:    "worker" ("evaluator"), "mean", "std", "min", "max", "scores", "capped",
+                 "duration_s"
+        note:    "message": something the run had to do, e.g. replace a lost Ray worker
     stop_reason: one of STOP_REASONS; None while training runs.
     checkpoint: the network when training stopped (checkpoint.pt).
     best_checkpoint: the evaluated network with the best mean score (best.pt); None without
@@ -75,6 +78,17 @@ class TrainResult:
 
     def evaluations(self) -> list[dict[str, Any]]:
         return [r for r in self.history if r["kind"] == "eval"]
+
+    def notes(self) -> list[str]:
+        return [r["message"] for r in self.history if r["kind"] == "note"]
+
+    def mean_staleness(self) -> float | None:
+        """The mean staleness of the run's gradients (None before the first loss record)."""
+        losses = [r for r in self.losses() if "staleness" in r]
+        rollouts = sum(r["rollouts"] for r in losses)
+        if not rollouts:
+            return None
+        return sum(r["staleness"] * r["rollouts"] for r in losses) / rollouts
 
     @property
     def steps_per_s(self) -> float:

@@ -5,12 +5,13 @@ file because the panels together outgrew one.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any
 
 import ipywidgets as widgets
 
-from .config import PRESETS, TrainConfig, preset
+from .config import BACKENDS, PRESETS, RAY_MISSING, TrainConfig, preset
 from .envs import is_atari
 from .model import COURSE_NETWORK
 from .widgets import GAMES, LAYOUT, STYLE, _error_html, _ok_html, _Panel
@@ -77,6 +78,10 @@ class HyperparameterPanel(_Panel):
                 value=base.workers, min=1, max=max(os.cpu_count() or 1, base.workers, 8),
                 description="workers", **common,
             ),
+            "backend": widgets.Dropdown(
+                options=list(BACKENDS), value=base.backend, style=STYLE, layout=LAYOUT,
+                description="backend",
+            ),
             "envs_per_worker": widgets.IntSlider(
                 value=base.envs_per_worker, min=1, max=max(16, base.envs_per_worker),
                 description="envs per worker", **common,
@@ -140,6 +145,8 @@ class HyperparameterPanel(_Panel):
         """The validated config, or None with the error shown in place (and in self.error)."""
         try:
             self.config, self.error = config_from_values(self.base, self.values()), None
+            if self.config.backend == "ray" and importlib.util.find_spec("ray") is None:
+                raise ValueError(RAY_MISSING)
         except ValueError as error:
             self.config, self.error = None, str(error)
             self.message.value = _error_html(self.error)
@@ -162,6 +169,7 @@ def describe_config(config: TrainConfig) -> str:
     # Settings off the panel's sliders that a preset may change: say so when they differ.
     extras = [
         ", a lost life ends the episode" if config.life_loss_terminal else "",
+        ", on Ray" if config.backend == "ray" else "",
         f", {config.activation}" if config.activation != COURSE_NETWORK["activation"] else "",
     ]
     return (

@@ -1,4 +1,4 @@
-"""Asynchronous training: one shared model, N worker processes (Hogwild), one evaluator process.
+"""Asynchronous training: one shared model, N workers, one evaluator; on this machine or a cluster.
 
     from a3c_course.config import TrainConfig
     from a3c_course.trainer import train
@@ -10,14 +10,16 @@
 What happens:
 1. The parent builds the shared model and moves its weights to shared memory (`share_memory()`),
    and builds the shared optimizer, whose state is in shared memory too (see optim.py).
-2. It starts the worker processes (worker.run_worker) and, unless eval_episodes is 0 or eval_mode is
-   "after", the evaluator process (evaluate.run_evaluator): the Hogwild backend (hogwild.py), with
+2. It starts the worker processes (hogwild.run_worker) and, unless eval_episodes is 0 or eval_mode
+   is "after", the evaluator process (hogwild.run_evaluator): the Hogwild backend (hogwild.py), with
    `multiprocessing.get_context(config.start_method)`, fork by default on Linux, spawn elsewhere.
    The process functions live in the package, not in a notebook, because spawn must import them by
-   name in the child.
-3. Each worker loops: copy the shared weights, play a rollout, compute the gradient of its loss,
-   apply it to the shared weights with the shared optimizer, without locks (Hogwild). Workers send
-   finished episodes and losses to the parent through a queue; the evaluator sends its scores.
+   name in the child. With config.backend "ray" the workers and the evaluator are Ray actors and a
+   parameter server actor holds the model and the optimizer instead (cluster.py).
+3. Each worker loops (worker.worker_loop): copy the shared weights, play a rollout, compute the
+   gradient of its loss, apply it to the shared weights with the shared optimizer, without locks
+   (Hogwild). Workers send finished episodes and losses to the parent through a queue; the
+   evaluator sends its scores.
 4. The parent gathers these messages into the metrics history (also written to metrics.jsonl), shows
    progress, calls `on_metrics` for live plots, and stops everything at the first budget reached
    (max_steps, max_minutes, target_score), on Ctrl-C (or a notebook's stop button), or when a child
@@ -25,7 +27,7 @@ What happens:
 5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
    time), save the checkpoint. A child that failed sends its traceback, and train() raises
    WorkerError carrying it. No child process outlives train(), and a child whose parent was killed
-   outright (SIGKILL) stops at its next rollout (worker.StopOrOrphaned).
+   outright (SIGKILL) stops at its next rollout (processes.StopOrOrphaned).
 
 With eval_mode "after" no evaluator runs beside the workers: every eval_interval_s the parent saves
 a snapshot of the shared weights in <out_dir>/snapshots/ (and one more when training stops), and
@@ -40,7 +42,9 @@ which go on counting from where they were. max_steps counts all the run's steps;
 counts this session's wall time.
 
 This module is the parent's bookkeeping, the same whatever runs the workers: records, progress,
-budgets, snapshots, checkpoints. The run's files and result are run_record.py's.
+budgets, snapshots, checkpoints. A backend (hogwild.py, cluster.py) is only what differs: how the
+workers start, reach the parameters, report and stop. The run's files and result are
+run_record.py's.
 """
 
 from __future__ import annotations
@@ -168,21 +172,29 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
             optimizer.load_state_dict(point.optimizer_state)
             for group in optimizer.param_groups:
                 group["lr"] = config.lr  # the config's rate, not the saved one
-    backend = HogwildBackend(config, shared_model, optimizer, point.steps if point else 0)
+    backend = make_backend(config, shared_model, optimizer, point.steps if point else 0)
     return _Run(backend, out_dir, on_metrics, progress, point).execute()
+
+
+def make_backend(config: TrainConfig, model: ActorCritic, optimizer, steps: int):
+    """The backend that config.backend names, holding model and optimizer (steps so far)."""
+    if config.backend == "ray":
+        from .cluster import RayBackend  # Ray is an optional extra: imported only when asked for
+
+        return RayBackend(config, model, optimizer, steps)
+    return HogwildBackend(config, model, optimizer, steps)
 
 
 class _Run:
     """The parent's side of one training run: start, watch, stop, save. How the workers run is the
-    backend's (hogwild.py): start(live_evaluator, best_mean), steps, receive(timeout) -> records,
-    dead_child() -> None or what happened, stop(take)."""
+    backend's (hogwild.py, cluster.py): start(live_evaluator, best_mean), steps, receive(timeout) ->
+    records, dead_child() -> None or what happened, stop(take), latest_model(), optimizer_state().
+    """
 
     def __init__(self, backend, out_dir, on_metrics, progress, point=None):
         config = backend.config
         self.backend = backend
         self.config = config
-        self.shared_model = backend.shared_model
-        self.optimizer = backend.optimizer
         self.on_metrics = on_metrics
         self.result = TrainResult(config, metrics_path=out_dir / METRICS_NAME)
         self.checkpoint_path = out_dir / CHECKPOINT_NAME
@@ -282,6 +294,8 @@ class _Run:
         self.fresh_records = True
         if record["kind"] == "eval":
             self.save()  # keep a recent checkpoint on disk during long runs
+        elif record["kind"] == "note":
+            tqdm.write(f"note: {record['message']}")  # above the progress bar, not through it
 
     def check_children(self) -> bool:
         """True when a child exited with an error (its traceback, or what happened, is kept)."""
@@ -338,9 +352,8 @@ class _Run:
         evaluation does): a run that dies keeps what it had learnt."""
         steps = self.backend.steps
         path = self.snapshots_dir / f"snapshot-{steps:010d}.pt"
-        save_checkpoint(
-            path, self.shared_model, self.config, steps=steps, elapsed_s=round(self.elapsed(), 3)
-        )
+        model = self.backend.latest_model()
+        save_checkpoint(path, model, self.config, steps=steps, elapsed_s=round(self.elapsed(), 3))
         self.snapshots.append(path)
         self.save()
 
@@ -418,7 +431,7 @@ class _Run:
         last = self.result.last_evaluation()
         save_checkpoint(
             self.checkpoint_path,
-            self.shared_model,
+            self.backend.latest_model(),
             self.config,
             steps=self.backend.steps,
             elapsed_s=round(self.elapsed(), 3),
@@ -426,4 +439,4 @@ class _Run:
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
         )
-        atomic_torch_save(self.optimizer.state_dict(), self.optimizer_path)
+        atomic_torch_save(self.backend.optimizer_state(), self.optimizer_path)

@@ -7,7 +7,9 @@ The original course's `train()` rebuilt, with its faults fixed. One pass of the 
     loss = update_shared(local, shared, ...)     loss -> gradient (one rollout's) -> shared optimizer
 
 The pieces are plain functions, so a notebook can call them in its own process, one at a time,
-without any multiprocessing; `run_worker` strings them together inside a child process.
+without any multiprocessing; `worker_loop` strings them together, with a link to the shared
+parameters (a ParameterLink): shared memory in a child process (hogwild.py), or a parameter server
+reached from a Ray actor (cluster.py). The loop is the same; only the link differs.
 
 What changed from the original, and why:
 - Exactly one rollout's gradient per optimizer step. The original's `ensure_shared_grads` made the
@@ -27,13 +29,9 @@ What changed from the original, and why:
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 import time
-import traceback
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -252,6 +250,38 @@ def rollout_loss(rollout: Rollout, config: TrainConfig) -> A3CLoss:
     )
 
 
+def local_gradient(local_model: torch.nn.Module, loss: torch.Tensor, max_grad_norm: float) -> float:
+    """Leave exactly this loss's gradient, clipped, in the local model's .grad; return its norm
+    before clipping.
+
+    1. clear the local gradients (so nothing from an earlier rollout remains)
+    2. backward: the local gradients are this rollout's, and only this rollout's
+    3. rescale them so that their norm is at most max_grad_norm
+    """
+    local_model.zero_grad(set_to_none=True)
+    loss.backward()
+    return float(torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm))
+
+
+def apply_gradient(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    grads: list[torch.Tensor],
+    lr: float | None = None,
+) -> None:
+    """One optimizer step on model with these gradients (one per parameter, in order).
+
+    4. hand them to the parameters (every time: no "only if None" shortcut)
+    5. one step of the optimizer (at rate lr, when given)
+    """
+    for param, grad in zip(model.parameters(), grads, strict=True):
+        param.grad = grad
+    if lr is not None:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+    optimizer.step()
+
+
 def update_shared(
     local_model: torch.nn.Module,
     shared_model: torch.nn.Module,
@@ -261,19 +291,11 @@ def update_shared(
 ) -> float:
     """Apply exactly this loss's gradient to the shared model; return the gradient norm before clipping.
 
-    1. clear the local gradients (so nothing from an earlier rollout remains)
-    2. backward: the local gradients are this rollout's, and only this rollout's
-    3. rescale them so that their norm is at most max_grad_norm
-    4. hand them to the shared parameters (every time: no "only if None" shortcut)
-    5. one step of the shared optimizer
+    The five steps of local_gradient (1-3) and apply_gradient (4-5).
     """
-    local_model.zero_grad(set_to_none=True)
-    loss.backward()
-    norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    for local, shared in zip(local_model.parameters(), shared_model.parameters(), strict=True):
-        shared.grad = local.grad
-    optimizer.step()
-    return float(norm)
+    norm = local_gradient(local_model, loss, max_grad_norm)
+    apply_gradient(shared_model, optimizer, [p.grad for p in local_model.parameters()])
+    return norm
 
 
 def annealed_lr(config: TrainConfig, steps: int) -> float:
@@ -307,39 +329,58 @@ class _LossAverage:
         return means
 
 
-def worker_loop(
-    worker_id: int,
-    config: TrainConfig,
-    shared_model: ActorCritic,
-    optimizer: torch.optim.Optimizer,
-    stop_event,
-    step_counter,
-    queue,
-) -> None:
-    """Rollout, update, report; until stop_event is set or the step budget is spent."""
+class ParameterLink(Protocol):
+    """A worker's way to the shared parameters; what differs between the backends.
+
+    hogwild.SharedMemoryLink: the parameters and the optimizer in this machine's shared memory.
+    cluster.ServerLink: a parameter server (a Ray actor), perhaps on another machine.
+    """
+
+    architecture: dict[str, Any]  # ActorCritic(**architecture) builds the local model
+
+    def stopped(self) -> bool:
+        """True once the run is stopping."""
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to timeout seconds for the run to stop; True if it did."""
+
+    @property
+    def steps(self) -> int:
+        """The run's agent steps, all workers together (as of the last pull or push)."""
+
+    def pull(self, model: torch.nn.Module) -> None:
+        """Copy the latest shared weights into model."""
+
+    def push(self, model: torch.nn.Module, steps: int) -> tuple[int, int]:
+        """Apply the gradient in model's .grad to the shared weights and count steps agent steps;
+        return the run's steps so far and the gradient's staleness: the updates applied by others
+        since this worker's last pull."""
+
+    def send(self, record: dict[str, Any]) -> None:
+        """Send a record (an episode, losses, an evaluation) to the parent."""
+
+
+def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink) -> None:
+    """Pull, rollout, gradient, push, report; until the run stops or the step budget is spent.
+
+    The same loop for both backends: only the link to the shared parameters differs.
+    """
     torch.manual_seed(config.seed + 1 + worker_id)
-    local_model = ActorCritic(**shared_model.architecture)
+    local_model = ActorCritic(**link.architecture)
     runner = EnvRunner(
-        make_worker_envs(config, worker_id), shared_model.hidden_size, config.life_loss_terminal
+        make_worker_envs(config, worker_id), local_model.hidden_size, config.life_loss_terminal
     )
     losses = _LossAverage()
     next_report = time.monotonic() + REPORT_INTERVAL_S
     try:
-        while not stop_event.is_set():
-            sync_from_shared(local_model, shared_model)
+        while not link.stopped():
+            link.pull(local_model)
             rollout, episodes = collect_rollout(local_model, runner, config.rollout_steps)
             loss = rollout_loss(rollout, config)
-            if config.lr_anneal_steps is not None:  # this process's copy of the optimizer's rate
-                for group in optimizer.param_groups:
-                    group["lr"] = annealed_lr(config, step_counter.value)
-            grad_norm = update_shared(
-                local_model, shared_model, optimizer, loss.total, config.max_grad_norm
-            )
-            with step_counter.get_lock():
-                step_counter.value += rollout.steps
-                steps = step_counter.value
+            grad_norm = local_gradient(local_model, loss.total, config.max_grad_norm)
+            steps, staleness = link.push(local_model, rollout.steps)
             for episode in episodes:
-                queue.put(
+                link.send(
                     {
                         "kind": "episode",
                         "worker": worker_id,
@@ -348,78 +389,13 @@ def worker_loop(
                         "length": episode.length,
                     }
                 )
-            losses.add({**_floats(loss), "grad_norm": grad_norm})
+            losses.add({**_floats(loss), "grad_norm": grad_norm, "staleness": staleness})
             if time.monotonic() >= next_report:
-                queue.put({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
+                link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
                 next_report = time.monotonic() + REPORT_INTERVAL_S
             if config.max_steps is not None and steps >= config.max_steps:
                 break
         if losses.count:
-            queue.put({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
+            link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
     finally:
         runner.close()
-
-
-def child_setup() -> None:
-    """First thing in every child process: one thread, and leave Ctrl-C to the parent.
-
-    One intra-op thread per process: the workers already use every core, more threads only fight
-    over them (and a forked child of a parent that used a thread pool can hang in it). Ctrl-C in a
-    terminal reaches every process of the group; the parent stops the children in order instead.
-    """
-    torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-class StopOrOrphaned:
-    """The parent's stop event, also set once the parent process has died.
-
-    A parent killed outright (SIGKILL, out of memory) cannot set the event; without this check its
-    children would train on alone, with nobody to read their results or to stop them.
-    """
-
-    def __init__(self, stop_event):
-        self.stop_event, self.parent = stop_event, os.getppid()
-
-    def orphaned(self) -> bool:
-        return os.getppid() != self.parent
-
-    def is_set(self) -> bool:
-        return self.stop_event.is_set() or self.orphaned()
-
-    def wait(self, timeout: float) -> bool:
-        """Like Event.wait, checking on the parent every second."""
-        deadline = time.monotonic() + timeout
-        while not self.stop_event.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
-            if self.orphaned():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-        return True
-
-
-def report_crash(queue, worker_id: int | str) -> None:
-    """Send the current exception's traceback to the parent, then exit with status 1."""
-    queue.put({"kind": "error", "worker": worker_id, "traceback": traceback.format_exc()})
-    queue.close()
-    queue.join_thread()  # make sure the message left this process before it exits
-    sys.exit(1)
-
-
-def run_worker(
-    worker_id: int,
-    config: TrainConfig,
-    shared_model: ActorCritic,
-    optimizer: torch.optim.Optimizer,
-    stop_event,
-    step_counter,
-    queue,
-) -> None:
-    """The target of a worker process (see trainer.train). On any error the traceback goes to the
-    parent through the queue and the process exits with status 1."""
-    child_setup()
-    stop_event = StopOrOrphaned(stop_event)
-    try:
-        worker_loop(worker_id, config, shared_model, optimizer, stop_event, step_counter, queue)
-    except BaseException:
-        report_crash(queue, worker_id)

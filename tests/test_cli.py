@@ -54,6 +54,7 @@ def test_train_then_evaluate(tmp_path, capsys):
         (["train", "--workers", "0"], "workers must be an integer >= 1, got 0"),
         (["train", "--gamma", "1.5"], r"gamma must be in \(0, 1\], got 1.5"),
         (["train", "--game", "tetris"], "game: Unknown game 'tetris'"),
+        (["train", "--address", "auto"], "ray_address must be None with backend 'hogwild'"),
         (["evaluate", "--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
     ],
 )
@@ -70,6 +71,7 @@ def test_invalid_values_give_one_line_and_status_2(arguments, message, capsys):
     [
         (["train", "--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
         (["train", "--optimizer", "sgd"], "argument --optimizer: invalid choice: 'sgd'"),
+        (["train", "--backend", "mpi"], "argument --backend: invalid choice: 'mpi'"),
         (["evaluate"], "one of the arguments --checkpoint --pretrained is required"),
         (["evaluate", "--checkpoint", "x.pt", "--episodes", "0"], "must be at least 1, got 0"),
         ([], "the following arguments are required: COMMAND"),

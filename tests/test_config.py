@@ -55,6 +55,12 @@ def test_defaults_keep_the_original_algorithm_and_batch_it():
         ({"conv_filters": 0}, "conv_filters must be an integer >= 1, got 0"),
         ({"frame_size": 8}, "frame_size must be an integer >= 16, got 8"),
         ({"frame_size": 84.0}, "frame_size must be an integer >= 16, got 84.0"),
+        ({"backend": "mpi"}, "backend must be one of 'hogwild', 'ray', got 'mpi'"),
+        ({"backend": "ray", "ray_address": ""}, "ray_address must be a non-empty string, got ''"),
+        (
+            {"ray_address": "auto"},
+            "ray_address must be None with backend 'hogwild', got 'auto': a cluster address needs",
+        ),
         (
             {"eval_mode": "after", "target_score": 18},
             "target_score must be None with eval_mode 'after', got 18.0: its evaluations come only",

@@ -1,5 +1,6 @@
 """The notebook panels, driven through their methods and widget values (no browser needed)."""
 
+import importlib.util
 import io
 import multiprocessing
 import os
@@ -60,6 +61,16 @@ def test_the_settings_menu_loads_a_preset_into_every_control_and_back():
     assert not panel.controls["life_loss_terminal"].value
     with pytest.raises(ValueError, match="preset: 'fastest' is not one of 'course defaults', "):
         panel.use_preset("fastest")
+
+
+def test_the_backend_menu_picks_ray_where_ray_is_installed():
+    panel = HyperparameterPanel(TrainConfig(game="CartPole-v1"))
+    config = panel.set(backend="ray")
+    if importlib.util.find_spec("ray") is None:  # Colab's stack: the course without its extras
+        assert config is None and "pip install 'a3c-course[cluster]'" in panel.error
+    else:
+        assert config.backend == "ray" and "on Ray" in panel.message.value
+    assert panel.set(backend="hogwild").backend == "hogwild"
 
 
 def test_zero_budgets_mean_no_limit():

@@ -14,6 +14,7 @@ from gymnasium.wrappers import RecordEpisodeStatistics
 
 from a3c_course.config import TrainConfig
 from a3c_course.envs import make_env
+from a3c_course.hogwild import SharedMemoryLink
 from a3c_course.model import ActorCritic
 from a3c_course.worker import (
     EnvRunner,
@@ -366,14 +367,18 @@ def test_worker_loop_reports_episodes_losses_and_counts_steps():
 
     optimizer = SharedAdam(shared.parameters(), lr=config.lr)
     counter, messages = mp.get_context("fork").Value("q", 0), queue.Queue()
-    worker_loop(0, config, shared, optimizer, threading.Event(), counter, messages)
+    updates = mp.get_context("fork").Value("q", 0)
+    link = SharedMemoryLink(config, shared, optimizer, threading.Event(), counter, updates, messages)
+    worker_loop(0, config, link)
     records = [messages.get_nowait() for _ in range(messages.qsize())]
     assert counter.value == 600  # 30 rollouts of 10 steps in 2 environments
+    assert updates.value == 30
     episodes = [r for r in records if r["kind"] == "episode"]
     losses = [r for r in records if r["kind"] == "loss"]
     assert episodes and all(r["score"] == r["length"] for r in episodes)  # CartPole: +1 per step
     assert sum(r["rollouts"] for r in losses) == 30
-    assert {"total", "policy", "value", "entropy", "grad_norm"} <= set(losses[0])
+    assert {"total", "policy", "value", "entropy", "grad_norm", "staleness"} <= set(losses[0])
+    assert all(r["staleness"] == 0 for r in losses)  # alone: nobody updates between pull and push
     assert float(optimizer.state[next(shared.parameters())]["step"]) == 30
     assert any(not torch.equal(p, q) for p, q in zip(shared.parameters(), before, strict=True))
 
@@ -390,8 +395,11 @@ def test_the_learning_rate_anneals_linearly_to_zero_when_asked():
     from a3c_course.optim import SharedAdam
 
     optimizer = SharedAdam(shared.parameters(), lr=config.lr)
-    counter = mp.get_context("fork").Value("q", 0)
-    worker_loop(0, config, shared, optimizer, threading.Event(), counter, queue.Queue())
+    counter, updates = mp.get_context("fork").Value("q", 0), mp.get_context("fork").Value("q", 0)
+    link = SharedMemoryLink(
+        config, shared, optimizer, threading.Event(), counter, updates, queue.Queue()
+    )
+    worker_loop(0, config, link)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 20 / 600)
     with pytest.raises(ValueError, match="lr_anneal_steps must be an integer >= 1, or None, got 0"):
         TrainConfig(lr_anneal_steps=0)
@@ -404,11 +412,40 @@ def test_worker_loop_stops_when_the_stop_event_is_set():
 
     stop = threading.Event()
     stop.set()
-    counter = mp.get_context("fork").Value("q", 0)
-    worker_loop(
-        0, config, shared, SharedAdam(shared.parameters(), lr=1e-3), stop, counter, queue.Queue()
-    )
+    counter, updates = mp.get_context("fork").Value("q", 0), mp.get_context("fork").Value("q", 0)
+    optimizer = SharedAdam(shared.parameters(), lr=1e-3)
+    link = SharedMemoryLink(config, shared, optimizer, stop, counter, updates, queue.Queue())
+    worker_loop(0, config, link)
     assert counter.value == 0
+
+
+def with_random_grads(model, seed):
+    generator = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        p.grad = torch.randn(p.shape, generator=generator)
+    return model
+
+
+def test_hogwild_counts_staleness_as_the_updates_made_between_a_pull_and_a_push():
+    """Two workers, one step at a time: A and B pull the same weights, A pushes (nobody came
+    between: 0), B pushes (A's update came between: 1), A pulls afresh and pushes (0)."""
+    config = TrainConfig(game="CartPole-v1")
+    shared = tiny_model(0).share_memory()
+    optimizer = torch.optim.SGD(shared.parameters(), lr=config.lr)
+    context = mp.get_context("fork")
+    counters = (context.Value("q", 0), context.Value("q", 0))
+    a, b = (
+        SharedMemoryLink(config, shared, optimizer, threading.Event(), *counters, queue.Queue())
+        for _ in range(2)
+    )
+    model_a, model_b = tiny_model(1), tiny_model(2)
+    a.pull(model_a)
+    b.pull(model_b)
+    assert a.push(with_random_grads(model_a, 1), 10) == (10, 0)
+    assert b.push(with_random_grads(model_b, 2), 10) == (20, 1)
+    a.pull(model_a)
+    assert a.push(with_random_grads(model_a, 3), 10) == (30, 0)
+    assert a.steps == 30 and counters[1].value == 3
 
 
 def test_sync_copies_the_shared_weights_in_place():

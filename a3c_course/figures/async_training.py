@@ -17,7 +17,6 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
 
 from a3c_course.config import TrainConfig
@@ -29,6 +28,8 @@ from a3c_course.figures.decorrelation import (  # noqa: F401 (section 2's, calle
     measure_decorrelation,
     plot_decorrelation,
 )
+from a3c_course.figures.drawing import arrow as _arrow
+from a3c_course.figures.drawing import box as _box
 from a3c_course.model import ActorCritic
 from a3c_course.optim import SharedAdam, make_shared_optimizer
 from a3c_course.pretrained import data_folder
@@ -44,16 +45,6 @@ WORKER = (
 )
 SYNC = "blue: sync, copy $\\theta$ into $\\theta'$"
 UPDATE = "red: one Adam step on $\\theta$\nwith its gradient (no lock)"
-
-
-def _box(ax, corner, size, text, colour, fontsize=9):
-    (x, y), (w, h) = corner, size
-    ax.add_patch(FancyBboxPatch(corner, w, h, boxstyle="round,pad=0.06", fc=colour, ec="0.3"))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize)
-
-
-def _arrow(ax, start, end, colour):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=colour))
 
 
 def draw_workers(config: TrainConfig | None = None) -> Figure:
