@@ -157,6 +157,7 @@ class TrainerSpeed:
     steady: bool  # False: too short for two loss reports, steps_per_s is the overall speed
     steps: int
     seconds: float  # the run's wall time, start-up and shut-down included
+    staleness: float | None = None  # the gradients' mean staleness (run_record.mean_staleness)
 
 
 def steady_speed(history: Sequence[dict[str, Any]]) -> float | None:
@@ -205,6 +206,7 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
         steady=steady is not None,
         steps=result.steps,
         seconds=result.elapsed_s,
+        staleness=result.mean_staleness(),
     )
 
 
@@ -213,7 +215,7 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
 
 @contextmanager
 def one_thread():
-    """One intra-op thread, as in a worker process (worker.child_setup); restored afterwards.
+    """One intra-op thread, as in a worker process (processes.child_setup); restored afterwards.
     (Stepping one frame at a time, a second thread only waits on the first, and on a busy machine
     it makes such a loop several times slower.)"""
     threads = torch.get_num_threads()
