@@ -82,7 +82,7 @@ def test_two_processes_racing_for_one_folder(tmp_path):
     exits with status 2 naming the first, and the first's files are its own."""
     out = tmp_path / "same"
     first = subprocess.Popen(
-        [COMMAND, *CARTPOLE_RUN, "--minutes", "0.25", "--seed", "1", "--out", str(out)],
+        [COMMAND, *CARTPOLE_RUN, "--minutes", "0.15", "--seed", "1", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -230,7 +230,7 @@ def test_throughput_script_tiny_run():
 
 def test_throughput_script_compares_networks_side_by_side():
     done = run_script(
-        "throughput.py", "--workers", "1,", "--envs", "2,", "--seconds", "3", "--repeats", "1",
+        "throughput.py", "--workers", "1,", "--envs", "2,", "--seconds", "1.5", "--repeats", "1",
         "--networks", "default,original,relu/8/16",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
