@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import multiprocessing
 import os
 import sys
 from collections.abc import Callable
 
 from .checkpoint import CheckpointError, load_checkpoint
-from .config import BACKENDS, EVAL_MODES, PRESETS, TrainConfig, preset
+from .config import BACKENDS, EVAL_MODES, PRESETS, RAY_MISSING, TrainConfig, preset
 from .model import ACTIVATIONS
 from .optim import OPTIMIZERS
 
@@ -210,6 +211,8 @@ def run_train(args: argparse.Namespace) -> int:
     from .trainer import WorkerError, train  # imported here: `--help` stays fast
 
     config = resumed_config(args) if args.resume else config_from_args(args)
+    if config.backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise UsageError(RAY_MISSING)
     check_writable(config.out_dir)
     budgets = ", ".join(
         text

@@ -101,7 +101,9 @@ class TrainConfig:
 
     # What to learn, with how many processes.
     game: str = _field("pong", "game: pong, breakout, any ALE id, or CartPole-v1")
-    workers: int = _field(2, "worker processes, each updating the shared model (Hogwild)")
+    workers: int = _field(
+        2, "workers, each updating the shared model (processes; Ray actors with backend ray)"
+    )
     envs_per_worker: int = _field(
         8, "environments per worker, stepped with one batched forward pass (1 is the paper's A3C)"
     )

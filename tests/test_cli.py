@@ -183,3 +183,15 @@ def test_a_preset_sets_its_settings_and_a_flag_beside_it_wins():
         from a3c_course.config import preset
 
         preset("fastest")
+
+
+def test_the_ray_backend_without_ray_installed_is_a_one_line_error(monkeypatch, capsys):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
+    )
+    assert main(["train", "--backend", "ray", "--game", "CartPole-v1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'a3c-course[cluster]'" in err
