@@ -210,16 +210,11 @@ class RayBackend:
         self.config = config
         # The actors' working folder may not be this one: give them an absolute out_dir.
         self.actor_config = config.replace(out_dir=str(Path(config.out_dir).resolve()))
-        self.model, self.optimizer = model, optimizer  # the weights and state last heard of
+        self.model = model  # with self.optimizer_saved: the weights and state last heard of
         self.optimizer_saved = optimizer.state_dict()
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
-            ray.init(
-                address=config.ray_address or "local",  # "local": a new Ray, not a running one
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            start_ray(config.ray_address)
         self.node_id = ray.get_runtime_context().get_node_id()  # this machine's
         self.here = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         self.run_id = uuid.uuid4().hex[:8]  # names the run's actors: a3c-<run_id>-server, ...
@@ -348,7 +343,8 @@ class RayBackend:
         return self.model
 
     def optimizer_state(self) -> dict[str, Any]:
-        self._refresh()
+        """The optimizer's state that came with latest_model()'s weights (a checkpoint asks for
+        both, in that order: one round trip to the server, not two)."""
         return self.optimizer_saved
 
     def _refresh(self) -> None:
@@ -387,6 +383,16 @@ class RayBackend:
                 del self.loops[ref]
             take(self.receive(0.0))
         take(self.receive(0.0))
+
+
+def start_ray(address: str | None = None) -> None:
+    """Join the cluster at address, or (None) start a new Ray on this machine, quietly."""
+    ray.init(
+        address=address or "local",  # "local": a new Ray, not one already running here
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
 
 
 def _shutdown_ray() -> None:

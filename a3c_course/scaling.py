@@ -158,7 +158,9 @@ def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip
     if ray_round_trip:
         import ray
 
-        ray.init(address="local", include_dashboard=False, log_to_driver=False)
+        from .cluster import start_ray
+
+        start_ray()
         try:
             actor = ray.remote(ServerActor).remote(config, model.architecture, weights, None, 0)
             ray.get(actor.pull.remote())  # the actor is up

@@ -16,6 +16,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+import test_trainer  # noqa: E402  (tests/ is on sys.path)
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from a3c_course.checkpoint import load_checkpoint  # noqa: E402
@@ -26,17 +27,7 @@ from a3c_course.evaluate import evaluate  # noqa: E402
 from a3c_course.model import ActorCritic  # noqa: E402
 from a3c_course.trainer import WorkerError, train  # noqa: E402
 
-# The Hogwild backend's CartPole settings (test_trainer.CARTPOLE), on the Ray backend.
-CARTPOLE = dict(
-    game="CartPole-v1",
-    workers=2,
-    envs_per_worker=8,
-    rollout_steps=10,
-    lr=3e-3,
-    hidden_size=64,
-    eval_episodes=0,
-    backend="ray",
-)
+CARTPOLE = dict(test_trainer.CARTPOLE, backend="ray")  # the Hogwild backend's test settings
 
 
 def random_grads(model, seed):

@@ -1,27 +1,17 @@
 """benchmarks/compare.py: settings interleaved by seed, medians with bounds, one table."""
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchmark_scripts import load
 
 
 @pytest.fixture(scope="module")
 def compare():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("compare", BENCHMARKS / "compare.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return load("compare")
 
 
 def run(minutes, budget=10.0, steps=None):

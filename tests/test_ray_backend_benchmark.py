@@ -1,26 +1,15 @@
 """benchmarks/ray_backend.py's report: the medians, their ratio and the scaling model, from the
 measurements it is given (the measuring itself is trainer_speed's and measure_server_costs')."""
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchmark_scripts import load
 
 
 @pytest.fixture(scope="module")
 def ray_backend():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("ray_backend", BENCHMARKS / "ray_backend.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return load("ray_backend")
 
 
 def runs(speeds, staleness):
