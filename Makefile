@@ -37,7 +37,8 @@ test: lint $(STAMP)
 
 # Colab's stack (tools/colab_stack.py: ipywidgets 7.7.1, IPython 7.34, numpy 2.0.2, matplotlib
 # 3.10.0, no JupyterLab) in .venv-colab; the course installed from git as the notebooks' setup cell
-# installs it (the committed HEAD: commit first); a check that the install kept Colab's versions;
+# installs it (the committed HEAD: commit first), then Ray as Unit 5's second setup cell adds it;
+# after each, a check that the install kept Colab's versions;
 # then the widget tests, against the installed course, and every notebook run in fast mode.
 COLAB_VENV := .venv-colab
 colab-check:
@@ -46,6 +47,8 @@ colab-check:
 	$(PYTHON) tools/colab_stack.py pins > $(COLAB_VENV)/colab-pins.txt
 	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)" -r $(COLAB_VENV)/colab-pins.txt
 	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location "a3c-course @ git+file://$(CURDIR)"
+	$(COLAB_VENV)/bin/python tools/colab_stack.py verify
+	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location "a3c-course[cluster] @ git+file://$(CURDIR)"
 	$(COLAB_VENV)/bin/python tools/colab_stack.py verify
 	$(COLAB_VENV)/bin/pip install --quiet --no-warn-script-location -c $(COLAB_VENV)/colab-pins.txt \
 		pytest nbval pytest-timeout psutil nbformat

@@ -6,7 +6,7 @@ ipywidgets 7.7.1), so pip adds the missing packages and upgrades nothing that th
 loaded: no runtime restart. Should pip ever replace a package already loaded, the cell says so in
 words (restart_needed). Anywhere else it does nothing and prints nothing, so nbval and JupyterLab see
 no output. `make colab-check` installs the course the same way into Colab's versions and runs every
-notebook.
+notebook. Unit 5's notebook has a second such cell (CLUSTER_CELL) that adds Ray.
 
 The repository and the branch or tag it installs (and the Colab badges open) are set here, in
 COURSE_REPOSITORY and COURSE_REF. A fork changes COURSE_REPOSITORY; a course pinned to a release sets
@@ -46,6 +46,18 @@ if "google.colab" in sys.modules:
 
     restart_needed()  # prints what to do in the rare case that pip replaced a loaded package"""
 
+# Unit 5's second cell: Ray, the course's optional "cluster" extra, which Colab does not ship.
+CLUSTER_MARKER = "# Unit 5 needs Ray"
+CLUSTER_CELL = f"""\
+{CLUSTER_MARKER} (the course's "cluster" extra): in Colab this installs it; elsewhere nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    %pip install --quiet "{INSTALL_SPEC.replace("a3c-course", "a3c-course[cluster]", 1)}"
+    from a3c_course.colab import restart_needed
+
+    restart_needed()"""
+
 
 def restart_needed() -> bool:
     """True, with what to do printed, when a package this session had loaded (PRELOADED) is now
@@ -82,6 +94,8 @@ def sync_notebook(notebook) -> None:
             cell.source = BADGE_LINK.sub(badge_target(), cell.source)
         elif cell.source.startswith(SETUP_MARKER):
             cell.source = SETUP_CELL
+        elif cell.source.startswith(CLUSTER_MARKER):
+            cell.source = CLUSTER_CELL
 
 
 def sync_setup_cells(notebook_dir: Path) -> list[Path]:

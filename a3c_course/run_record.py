@@ -82,9 +82,13 @@ class TrainResult:
     def notes(self) -> list[str]:
         return [r["message"] for r in self.history if r["kind"] == "note"]
 
-    def mean_staleness(self) -> float | None:
-        """The mean staleness of the run's gradients (None before the first loss record)."""
+    def mean_staleness(self, steady: bool = False) -> float | None:
+        """The mean staleness of the run's gradients (None before the first loss record). steady:
+        only the loss records made after every worker had reported once (None before then): while
+        workers are still starting, the running ones see fewer updates than they will."""
         losses = [r for r in self.losses() if "staleness" in r]
+        if steady:
+            losses = _after_every_worker_reported(losses, self.config.workers)
         rollouts = sum(r["rollouts"] for r in losses)
         if not rollouts:
             return None
@@ -178,3 +182,13 @@ def atomic_torch_save(payload: Any, path: Path) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+
+
+def _after_every_worker_reported(losses: list[dict], workers: int) -> list[dict]:
+    """The loss records after the first one by which each of the workers had reported."""
+    seen = set()
+    for index, record in enumerate(losses):
+        seen.add(record.get("worker"))
+        if len(seen) >= workers:
+            return losses[index + 1 :]
+    return []

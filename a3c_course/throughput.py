@@ -157,7 +157,7 @@ class TrainerSpeed:
     steady: bool  # False: too short for two loss reports, steps_per_s is the overall speed
     steps: int
     seconds: float  # the run's wall time, start-up and shut-down included
-    staleness: float | None = None  # the gradients' mean staleness (run_record.mean_staleness)
+    staleness: float | None = None  # the gradients' mean staleness, steady if it can be, as the speed
 
 
 def steady_speed(history: Sequence[dict[str, Any]]) -> float | None:
@@ -181,7 +181,8 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
     steps_per_s is the steady speed between the first and the last loss report (each worker reports
     once a second), or the overall speed when the run is too short for two reports (steady=False).
     Start-up (forks, building and resetting the environments, the first rollout) takes seconds,
-    more with many environments per worker: measure for 10 s or more.
+    more with many environments per worker: measure for 10 s or more. staleness likewise leaves
+    out the records made before every worker had reported once, where it can.
     """
     from .trainer import train  # the trainer imports much; keep this module light to import
 
@@ -206,8 +207,13 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
         steady=steady is not None,
         steps=result.steps,
         seconds=result.elapsed_s,
-        staleness=result.mean_staleness(),
+        staleness=_staleness(result, steady=steady is not None),
     )
+
+
+def _staleness(result, steady: bool) -> float | None:
+    steady_mean = result.mean_staleness(steady=True) if steady else None
+    return result.mean_staleness() if steady_mean is None else steady_mean
 
 
 # -- one intra-op thread ----------------------------------------------------------------------

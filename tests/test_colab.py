@@ -13,8 +13,10 @@ from a3c_course import colab
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def run_setup_cell(monkeypatch, in_colab: bool) -> tuple[list[str], list[str]]:
-    """Run SETUP_CELL in a real IPython shell; return the %pip lines and Colab calls it made."""
+def run_setup_cell(
+    monkeypatch, in_colab: bool, cell: str = colab.SETUP_CELL
+) -> tuple[list[str], list[str]]:
+    """Run a setup cell in a real IPython shell; return the %pip lines and Colab calls it made."""
     pip_lines, colab_calls = [], []
     if in_colab:
         output = types.SimpleNamespace(
@@ -29,7 +31,7 @@ def run_setup_cell(monkeypatch, in_colab: bool) -> tuple[list[str], list[str]]:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     shell = InteractiveShell.instance()
     shell.register_magic_function(pip_lines.append, magic_kind="line", magic_name="pip")
-    result = shell.run_cell(colab.SETUP_CELL, store_history=False)
+    result = shell.run_cell(cell, store_history=False)
     result.raise_error()
     return pip_lines, colab_calls
 
@@ -69,6 +71,17 @@ def test_outside_colab_it_does_nothing(monkeypatch, capsys):
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.parametrize("in_colab", [True, False])
+def test_unit5s_cell_adds_the_cluster_extra_only_in_colab(monkeypatch, capsys, in_colab):
+    pip_lines, _ = run_setup_cell(monkeypatch, in_colab, colab.CLUSTER_CELL)
+    expected = f'install --quiet "a3c-course[cluster] @ git+{colab.COURSE_REPOSITORY}@{colab.COURSE_REF}"'
+    assert pip_lines == ([expected] if in_colab else [])
+    assert capsys.readouterr().out == ""
+    unit5 = nbformat.read(NOTEBOOKS[0].parent / "05_beyond_one_machine.ipynb", as_version=4)
+    code_cells = [cell.source for cell in unit5.cells if cell.cell_type == "code"]
+    assert code_cells[1] == colab.CLUSTER_CELL, "run `python -m a3c_course.colab` to resync"
+
+
 def test_the_install_keeps_colabs_torch():
     # No torch pin in the install line: the package's loose range accepts the torch Colab ships.
     assert "torch" not in colab.SETUP_CELL
@@ -101,6 +114,7 @@ def test_sync_rewrites_setup_cells_and_badges_for_a_fork(tmp_path, monkeypatch):
     cells = [
         nbformat.v4.new_markdown_cell(f"[badge](https://{old})"),
         nbformat.v4.new_code_cell("# Setup: in Google Colab, old text"),
+        nbformat.v4.new_code_cell("# Unit 5 needs Ray, old text"),
     ]
     nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "x.ipynb")
     (tmp_path / "README.md").write_text(f"[badge](https://{old})")
@@ -111,5 +125,6 @@ def test_sync_rewrites_setup_cells_and_badges_for_a_fork(tmp_path, monkeypatch):
     synced = nbformat.read(notebooks / "x.ipynb", as_version=4)
     assert "github/me/my-fork/blob/v1.2/notebooks/x.ipynb" in synced.cells[0].source
     assert synced.cells[1].source == colab.SETUP_CELL
+    assert synced.cells[2].source == colab.CLUSTER_CELL
     assert "github/me/my-fork/blob/v1.2/" in (tmp_path / "README.md").read_text()
     assert colab.sync_setup_cells(notebooks) == []  # idempotent

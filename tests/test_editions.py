@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from a3c_course.exercises import unit1, unit2, unit3, unit4
+from a3c_course.exercises import unit1, unit2, unit3, unit4, unit5
 from a3c_course.exercises.core import NOT_ATTEMPTED, PASSED
 from a3c_course.exercises.editions import exercise_cells, instructor_notebook, stubs_out_of_sync
 from a3c_course.exercises.grading import is_check_cell, results_of, run_notebook
@@ -33,6 +33,8 @@ CHECKS = {
     "4.1": unit4.check_update,
     "4.2": unit4.check_fixed_update,
     "4.3": unit4.check_shared_adam_state,
+    "5.1": unit5.check_parameter_server,
+    "5.2": unit5.check_workers_one_server_feeds,
 }
 
 

@@ -30,6 +30,8 @@ EXERCISES: dict[str, tuple[str, str]] = {
     "4.1": ("unit4", "update"),
     "4.2": ("unit4", "fixed_update"),
     "4.3": ("unit4", "share_adam_state"),
+    "5.1": ("unit5", "ParameterServer"),
+    "5.2": ("unit5", "workers_one_server_feeds"),
 }
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"

@@ -1,0 +1,71 @@
+"""Unit 5 exercise checks: correct answers pass, stubs are NOT ATTEMPTED, and the likely mistakes
+(staleness counted after the update, updates never counted, no optimizer step, the larger limit
+taken instead of the smaller) fail with a message that says what differs."""
+
+import pytest
+
+from a3c_course.exercises import unit5
+from a3c_course.exercises.solutions import solution_object
+from a3c_course.exercises.solutions.unit5 import ParameterServer
+
+
+class CountsAfterTheUpdate(ParameterServer):
+    def push(self, grads, pulled_at, steps):
+        for param, grad in zip(self.model.parameters(), grads, strict=True):
+            param.grad = grad
+        self.optimizer.step()
+        self.updates += 1
+        self.steps += steps
+        return self.updates - pulled_at
+
+
+class NeverCountsUpdates(ParameterServer):
+    def push(self, grads, pulled_at, steps):
+        for param, grad in zip(self.model.parameters(), grads, strict=True):
+            param.grad = grad
+        self.optimizer.step()
+        self.steps += steps
+        return self.updates - pulled_at
+
+
+class NoStep(ParameterServer):
+    def push(self, grads, pulled_at, steps):
+        staleness = self.updates - pulled_at
+        self.updates += 1
+        self.steps += steps
+        return staleness
+
+
+class Stub(ParameterServer):
+    def push(self, grads, pulled_at, steps):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("exercise_id", ["5.1", "5.2"])
+def test_the_solutions_pass(exercise_id, capsys):
+    check = {"5.1": unit5.check_parameter_server, "5.2": unit5.check_workers_one_server_feeds}
+    assert check[exercise_id](solution_object(exercise_id))
+    assert capsys.readouterr().out.startswith(f"PASSED [{exercise_id}]")
+
+
+@pytest.mark.parametrize(
+    "server, message",
+    [
+        (Stub, "NOT ATTEMPTED [5.1]"),
+        (CountsAfterTheUpdate, "one too many each time: compute it before counting this update"),
+        (NeverCountsUpdates, "never above 0: is self.updates counted at each push?"),
+        (NoStep, "the weights differ from Adam's after the same 4 gradients"),
+    ],
+)
+def test_a_wrong_server_fails_saying_why(server, message, capsys):
+    assert not unit5.check_parameter_server(server)
+    assert message in capsys.readouterr().out
+
+
+def test_the_larger_limit_fails_the_scaling_check(capsys):
+    def larger(apply_s, reply_s, model_bytes, worker_steps_per_s, steps_per_update, gbit_per_s):
+        compute, network = 1 / (apply_s + reply_s), gbit_per_s * 1e9 / 8 / model_bytes
+        return max(compute, network) / (worker_steps_per_s / steps_per_update)
+
+    assert not unit5.check_workers_one_server_feeds(larger)
+    assert "a slow link (1 Gbit/s binds)" in capsys.readouterr().out
