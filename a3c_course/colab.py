@@ -49,14 +49,17 @@ if "google.colab" in sys.modules:
 # Unit 5's second cell: Ray, the course's optional "cluster" extra, which Colab does not ship.
 CLUSTER_MARKER = "# Unit 5 needs Ray"
 CLUSTER_CELL = f"""\
-{CLUSTER_MARKER} (the course's "cluster" extra): in Colab this installs it; elsewhere nothing.
+{CLUSTER_MARKER} (the course's "cluster" extra): in Colab this installs it; elsewhere it checks.
+import importlib.util
 import sys
 
 if "google.colab" in sys.modules:
     %pip install --quiet "{INSTALL_SPEC.replace("a3c-course", "a3c-course[cluster]", 1)}"
     from a3c_course.colab import restart_needed
 
-    restart_needed()"""
+    restart_needed()
+elif importlib.util.find_spec("ray") is None:
+    print('Ray is missing: `pip install "a3c-course[cluster]"` (make setup installs it), then restart.')"""
 
 
 def restart_needed() -> bool:

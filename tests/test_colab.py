@@ -72,11 +72,14 @@ def test_outside_colab_it_does_nothing(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("in_colab", [True, False])
-def test_unit5s_cell_adds_the_cluster_extra_only_in_colab(monkeypatch, capsys, in_colab):
+def test_unit5s_cell_adds_the_cluster_extra_in_colab_and_says_when_ray_is_missing_elsewhere(monkeypatch, capsys, in_colab):
     pip_lines, _ = run_setup_cell(monkeypatch, in_colab, colab.CLUSTER_CELL)
     expected = f'install --quiet "a3c-course[cluster] @ git+{colab.COURSE_REPOSITORY}@{colab.COURSE_REF}"'
     assert pip_lines == ([expected] if in_colab else [])
     assert capsys.readouterr().out == ""
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)  # Ray not installed
+    run_setup_cell(monkeypatch, False, colab.CLUSTER_CELL)
+    assert 'Ray is missing: `pip install "a3c-course[cluster]"`' in capsys.readouterr().out
     unit5 = nbformat.read(NOTEBOOKS[0].parent / "05_beyond_one_machine.ipynb", as_version=4)
     code_cells = [cell.source for cell in unit5.cells if cell.cell_type == "code"]
     assert code_cells[1] == colab.CLUSTER_CELL, "run `python -m a3c_course.colab` to resync"

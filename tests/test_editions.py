@@ -64,7 +64,8 @@ def test_the_learners_notebook_holds_stubs_in_sync_each_with_its_check(path):
 
 
 def through_the_last_use_of_a_solution(notebook):
-    """The notebook up to the last code cell that names what an exercise defines (its check is one)."""
+    """The notebook up to the last code cell that names what an exercise defines (its check is one;
+    a name in a comment is not a use)."""
     names = {
         name
         for cell in exercise_cells(notebook).values()
@@ -72,7 +73,11 @@ def through_the_last_use_of_a_solution(notebook):
     }
     assert names, "the exercises define nothing"
     named = re.compile(rf"\b({'|'.join(names)})\b")
-    uses = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and named.search(c.source)]
+    uses = [
+        i
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "code" and named.search(re.sub(r"#.*", "", c.source))
+    ]
     notebook.cells = notebook.cells[: uses[-1] + 1]
     return notebook
 

@@ -5,7 +5,7 @@
                                                        and how stale the gradient was
     5.2  workers_one_server_feeds(apply_s, reply_s, model_bytes, worker_steps_per_s,
                                   steps_per_update, gbit_per_s) -> float
-                                              medium   the scaling model's one number
+                                              warm-up  the scaling model's one number
 
 The check of 5.1 plays three workers' pulls and pushes through the learner's server and compares
 the weights with torch.optim.Adam stepping the same gradients in the same order on a copy of the
@@ -24,16 +24,18 @@ HINTS = {
         "Three jobs, in this order: say how stale the gradient is, apply it, count it. The "
         "staleness is how many updates landed after the worker pulled: <code>self.updates</code> "
         "now, less <code>pulled_at</code>, before you count this one.",
-        "Applying is Unit 4's hand-over: set each parameter's <code>.grad</code> to the matching "
-        "tensor of <code>grads</code> (<code>zip(self.model.parameters(), grads)</code>), then one "
+        "Applying is the hand-over of Exercise 4.1's update: set each parameter's "
+        "<code>.grad</code> to the matching tensor of <code>grads</code> "
+        "(<code>zip(self.model.parameters(), grads)</code>), then one "
         "<code>self.optimizer.step()</code>.",
         "Counting: <code>self.updates += 1</code> and <code>self.steps += steps</code>; return the "
         "staleness you computed first.",
     ],
     "5.2": [
-        "One server can apply at most <code>1 / (apply_s + reply_s)</code> updates per second, and "
-        "its link carries at most <code>gbit_per_s * 1e9 / 8 / model_bytes</code> gradients per "
-        "second. The smaller of the two is its limit.",
+        "Work in updates per second throughout: the server's own time gives one ceiling, its link "
+        "another. Turn the link into bytes per second first: <code>gbit_per_s * 1e9 / 8</code>.",
+        "The ceilings: <code>1 / (apply_s + reply_s)</code> updates per second, and the link's "
+        "bytes per second over <code>model_bytes</code>. The smaller of the two is the limit.",
         "One worker sends <code>worker_steps_per_s / steps_per_update</code> updates per second: "
         "divide the limit by that.",
     ],

@@ -22,30 +22,30 @@ WORKER = "worker {i} (an actor)\npull $\\theta$ -> rollout\n-> gradient -> push"
 
 def draw_parameter_server(workers: int = 4, machines: int = 3) -> Figure:
     """The Ray backend's design: on the first machine the parameter server and the evaluator; the
-    workers spread over the others; a gradient goes in (red), the weights come back (blue)."""
+    workers on the other machines, stacked one machine above the next; a gradient goes in (red),
+    the weights come back (blue)."""
     if machines < 2 or workers < machines - 1:
         raise ValueError(f"need machines >= 2 and workers >= machines - 1, got {machines}, {workers}")
     figure = Figure(figsize=(9.5, 4.6), dpi=80)
     ax = figure.subplots()
-    ax.set(xlim=(0, 10), ylim=(0, 5.2))
+    ax.set(xlim=(0, 10), ylim=(0, 5.3))
     ax.set_axis_off()
     box(ax, (0.15, 0.2), (3.1, 4.7), "", "#f4f4f4", ls="--")
     ax.text(1.7, 4.98, "machine 0 (starts the run)", ha="center", fontsize=9)
     box(ax, (0.4, 2.7), (2.6, 1.8), SERVER, "#ffe9a8")
     box(ax, (0.4, 0.5), (2.6, 1.4), EVALUATOR, "#e8e0f5")
-    width = 6.5 / (machines - 1)
-    per_machine = np.array_split(np.arange(workers), machines - 1)
-    for m, ids in enumerate(per_machine, start=1):
-        x = 3.45 + (m - 1) * width
-        box(ax, (x, 0.2), (width - 0.2, 4.7), "", "#f4f4f4", ls="--")
-        ax.text(x + width / 2 - 0.1, 4.98, f"machine {m}", ha="center", fontsize=9)
-        height = 4.3 / len(ids)
+    height = 5.0 / (machines - 1)
+    for machine, ids in enumerate(np.array_split(np.arange(workers), machines - 1), start=1):
+        y = 0.2 + (machines - 1 - machine) * height  # machine 1 at the top
+        box(ax, (6.2, y), (3.6, height - 0.15), "", "#f4f4f4", ls="--")
+        ax.text(9.7, y + height - 0.35, f"machine {machine}", ha="right", fontsize=9)
+        slot = (height - 0.5) / len(ids)
         for k, i in enumerate(ids):
-            y = 0.4 + k * height
-            box(ax, (x + 0.2, y), (width - 0.6, height - 0.35), WORKER.format(i=i), "#cfe3ff", 8)
-            middle = y + (height - 0.35) / 2
-            arrow(ax, (x + 0.15, middle + 0.12), (3.05, 3.6 + 0.1 * k), "tab:red")
-            arrow(ax, (3.05, 3.4 - 0.1 * k), (x + 0.15, middle - 0.12), "tab:blue")
+            bottom = y + 0.1 + (len(ids) - 1 - k) * slot
+            box(ax, (6.35, bottom), (2.3, slot - 0.15), WORKER.format(i=i), "#cfe3ff", 8)
+            middle = bottom + (slot - 0.15) / 2
+            arrow(ax, (6.3, middle + 0.1), (3.05, 3.6 + 0.04 * (middle - 2.5)), "tab:red")
+            arrow(ax, (3.05, 3.5 + 0.04 * (middle - 2.5)), (6.3, middle - 0.1), "tab:blue")
     ax.set_title(
         "red: one rollout's clipped gradient (push); blue: the weights after the step (its answer)",
         fontsize=10,

@@ -15,8 +15,8 @@ class ParameterServer:
 
     def push(self, grads, pulled_at, steps):
         """Apply one worker's gradient (one tensor per parameter) with one optimizer step, count
-        the update and its agent steps, and return the gradient's staleness: the updates applied
-        since that worker pulled version pulled_at."""
+        the update in self.updates, add its agent steps to self.steps, and return the gradient's
+        staleness: the updates applied since that worker pulled version pulled_at."""
         ### BEGIN SOLUTION
         staleness = self.updates - pulled_at  # before counting this one
         for param, grad in zip(self.model.parameters(), grads, strict=True):
@@ -33,7 +33,8 @@ def workers_one_server_feeds(
 ):
     """How many workers one parameter server can feed before it saturates: its updates/s limit
     (the smaller of 1 / (apply_s + reply_s) and the link's bytes/s over model_bytes) divided by
-    one worker's updates/s."""
+    one worker's updates/s. gbit_per_s is the link's speed: 1e9 bits a second each, 8 bits a
+    byte."""
     ### BEGIN SOLUTION
     compute = 1 / (apply_s + reply_s)
     network = gbit_per_s * 1e9 / 8 / model_bytes
