@@ -30,10 +30,11 @@ unit: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/pytest --nbval notebooks
 
-# Everything CI checks: lint, unit tests and every notebook (strict nbval). One process: the
-# notebooks and the trainer tests each use both cores already.
+# Everything CI checks: lint, unit tests and every notebook (strict nbval), in two pytest workers
+# (pytest-xdist): most tests use one core at a time. --dist loadscope keeps each test file, and
+# each notebook's cells in order, in one worker.
 test: lint $(STAMP)
-	$(BIN)/pytest --nbval --durations=15
+	$(BIN)/pytest --nbval -n 2 --dist loadscope --durations=15
 
 # Colab's stack (tools/colab_stack.py: ipywidgets 7.7.1, IPython 7.34, numpy 2.0.2, matplotlib
 # 3.10.0, no JupyterLab) in .venv-colab; the course installed from git as the notebooks' setup cell

@@ -23,7 +23,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +34,8 @@ import torch
 from .config import TrainConfig
 from .envs import STICKY_ACTIONS, make_env
 from .worker import env_options
+
+START_UP_S = 120.0  # trainer_speed's allowance for a run's start-up, before its measured seconds
 
 __all__ = [
     "RawSpeed",
@@ -174,15 +176,19 @@ def steady_speed(history: Sequence[dict[str, Any]]) -> float | None:
     return (last["steps"] - first["steps"]) / span
 
 
-def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
-    """Run the trainer (`trainer.train`) with config for `seconds` of wall time, with no evaluator
-    and no step or score budget, in a temporary folder; return its speed.
+def trainer_speed(
+    config: TrainConfig, seconds: float = 10.0, start_up_s: float = START_UP_S
+) -> TrainerSpeed:
+    """Run the trainer (`trainer.train`) with config, with no evaluator and no step or score budget,
+    in a temporary folder, until `seconds` after its first loss report; return its speed.
 
-    steps_per_s is the steady speed between the first and the last loss report (each worker reports
-    once a second), or the overall speed when the run is too short for two reports (steady=False).
-    Start-up (forks, building and resetting the environments, the first rollout) takes seconds,
-    more with many environments per worker: measure for 10 s or more. staleness likewise leaves
-    out the records made before every worker had reported once, where it can.
+    Start-up (forks or Ray's actors, building and resetting the environments, the first rollout)
+    takes seconds, more with many environments per worker or many Ray workers on few cores, and is
+    not counted: the run stops `seconds` after the first loss report (each worker reports once a
+    second), or after start_up_s + seconds in all. steps_per_s is the steady speed between the
+    first and the last loss report, or the overall speed when there were not two reports
+    (steady=False). staleness likewise leaves out the records made before every worker had
+    reported once, where it can.
     """
     from .trainer import train  # the trainer imports much; keep this module light to import
 
@@ -193,10 +199,10 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
             eval_episodes=0,
             max_steps=None,
             target_score=None,
-            max_minutes=seconds / 60.0,
+            max_minutes=(start_up_s + seconds) / 60.0,
             out_dir=folder,
         )
-        result = train(run, progress=False)
+        result = train(run, on_metrics=_stop_after(seconds), progress=False)
     overall = result.steps_per_s
     steady = steady_speed(result.history)
     return TrainerSpeed(
@@ -209,6 +215,22 @@ def trainer_speed(config: TrainConfig, seconds: float = 10.0) -> TrainerSpeed:
         seconds=result.elapsed_s,
         staleness=_staleness(result, steady=steady is not None),
     )
+
+
+def _stop_after(seconds: float) -> Callable[[Any], None]:
+    """An on_metrics callback that stops the run (as Ctrl-C does) `seconds` after it first sees a
+    loss report."""
+    first_report_at = None
+
+    def stop_once_measured(result) -> None:
+        nonlocal first_report_at
+        now = time.monotonic()
+        if first_report_at is None and any(r.get("kind") == "loss" for r in result.history):
+            first_report_at = now
+        if first_report_at is not None and now - first_report_at >= seconds:
+            raise KeyboardInterrupt  # train() stops cleanly, as on Ctrl-C
+
+    return stop_once_measured
 
 
 def _staleness(result, steady: bool) -> float | None:

@@ -128,12 +128,15 @@ def named_actor(suffix):
 
 @pytest.mark.timeout(240)
 def test_two_worker_actors_on_two_nodes_learn_cartpole(two_nodes, tmp_path):
-    """The Hogwild backend's test (test_trainer.test_two_workers_learn_cartpole), same budget."""
+    """The Hogwild backend's test (test_trainer.test_two_workers_learn_cartpole): the same settings,
+    threshold and time budget, 600,000 steps instead of 400,000. Through Ray, seeds 1 to 6 needed
+    120,000-210,000 steps (2026-12-06), but the order in which gradients land differs from run to
+    run, and one run in about ten (here, in a full test run) had not reached 195 at 400,000."""
     config = TrainConfig(
         **CARTPOLE,
         seed=1,
         target_score=195.0,
-        max_steps=400_000,
+        max_steps=600_000,
         max_minutes=3.5,
         out_dir=str(tmp_path),
     )

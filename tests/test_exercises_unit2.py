@@ -244,10 +244,15 @@ def test_2_3_h_and_c_swapped_or_a_single_tensor_are_explained(capsys):
     assert "return a pair (h_new, c_new), got a Tensor" in verdict(capsys)
 
 
+def mistake_id(mistake: dict) -> str:
+    """The same id in every process (pytest-xdist compares them): names, not object addresses."""
+    return ",".join(f"{key}={getattr(value, '__name__', value)}" for key, value in mistake.items())
+
+
 @pytest.mark.parametrize(
     "mistake, cause",
     unit2._gate_order_mistakes() + unit2.LSTM_MISTAKES,
-    ids=lambda value: str(value)[:40] if isinstance(value, dict) else None,
+    ids=lambda value: mistake_id(value) if isinstance(value, dict) else None,
 )
 def test_2_3_every_named_mistake_is_recognised(mistake, cause, capsys):
     assert not check_lstm_cell(lambda *args: unit2._lstm_variant(args, **mistake))
