@@ -215,16 +215,13 @@ class RayBackend:
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
             start_ray(config.ray_address)
-        self.node_id = ray.get_runtime_context().get_node_id()  # this machine's
-        self.here = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
-        self.run_id = uuid.uuid4().hex[:8]  # names the run's actors: a3c-<run_id>-server, ...
         self.actors: list = []  # every actor this run started
-        self.server = (
-            ray.remote(ServerActor)
-            .options(name=f"a3c-{self.run_id}-server", scheduling_strategy=self.here)
-            .remote(self.actor_config, model.architecture, _weights(model), self.optimizer_saved, steps)
-        )
-        self.actors.append(self.server)
+        try:
+            self._start_server(model, steps)
+        except BaseException:  # the run will not start: leave nothing of it behind
+            self.stopped = True
+            self._kill_all()
+            raise
         self._steps = steps
         self.loops: dict[Any, tuple[int | str, Any]] = {}  # a running loop's ref -> (who, actor)
         self.notes: list[dict[str, Any]] = []
@@ -232,6 +229,17 @@ class RayBackend:
         self.stopped = False
         self.restarts = 0
         self.model_steps, self.refreshed_at = steps, time.monotonic()  # of self.model's weights
+
+    def _start_server(self, model: ActorCritic, steps: int) -> None:
+        self.node_id = ray.get_runtime_context().get_node_id()  # this machine's
+        self.here = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
+        self.run_id = uuid.uuid4().hex[:8]  # names the run's actors: a3c-<run_id>-server, ...
+        self.server = (
+            ray.remote(ServerActor)
+            .options(name=f"a3c-{self.run_id}-server", scheduling_strategy=self.here)
+            .remote(self.actor_config, model.architecture, _weights(model), self.optimizer_saved, steps)
+        )
+        self.actors.append(self.server)
 
     @property
     def steps(self) -> int:
@@ -368,10 +376,14 @@ class RayBackend:
                 pass
             finally:
                 self.stopped = True
-                for actor in self.actors:
-                    _kill(actor)
-                if self.started_ray:
-                    _shutdown_ray()
+                self._kill_all()
+
+    def _kill_all(self) -> None:
+        """Kill every actor the run started, and shut Ray down if the run started it."""
+        for actor in self.actors:
+            _kill(actor)
+        if self.started_ray:
+            _shutdown_ray()
 
     def _stop_loops(self, take) -> None:
         if self.lost is None:

@@ -19,6 +19,7 @@ ray = pytest.importorskip("ray")
 import test_trainer  # noqa: E402  (tests/ is on sys.path)
 from ray.cluster_utils import Cluster  # noqa: E402
 
+from a3c_course import cluster  # noqa: E402
 from a3c_course.checkpoint import load_checkpoint  # noqa: E402
 from a3c_course.cli import main  # noqa: E402
 from a3c_course.cluster import ParameterServer  # noqa: E402
@@ -104,6 +105,19 @@ def test_ctrl_c_stops_the_run_and_leaves_no_ray_process_behind(tmp_path):
     _, alive = psutil.wait_procs(started, timeout=30)
     assert alive == [], [p.cmdline() for p in alive]
     assert load_checkpoint(tmp_path / "checkpoint.pt").metadata["stop_reason"] == "interrupted"
+
+
+@pytest.mark.timeout(120)
+def test_a_run_that_fails_to_start_shuts_down_the_ray_it_started(tmp_path, monkeypatch):
+    assert not ray.is_initialized()  # before this module's cluster starts
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no scheduling here")
+
+    monkeypatch.setattr(cluster, "NodeAffinitySchedulingStrategy", fail)
+    with pytest.raises(RuntimeError, match="no scheduling here"):
+        train(TrainConfig(**CARTPOLE, max_steps=1_000, out_dir=str(tmp_path)), progress=False)
+    assert not ray.is_initialized()
 
 
 # -- on a two-node cluster ---------------------------------------------------------------------
