@@ -1,28 +1,17 @@
 """benchmarks/sb3_time_to_score.py: its checks run everywhere; its tiny training run needs the
 optional `bench` extra (stable-baselines3) and skips without it."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import benchmark_scripts  # tests/ is on sys.path
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def script():
-    sys.path.insert(0, str(BENCHMARKS))  # the script imports time_to_score from its own folder
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "sb3_bench", BENCHMARKS / "sb3_time_to_score.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return benchmark_scripts.load("sb3_time_to_score")
 
 
 @pytest.mark.parametrize(

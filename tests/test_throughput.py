@@ -5,7 +5,6 @@ profile's copy of update_shared making the same update), never a speed: the mach
 not a property of the code.
 """
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -13,6 +12,7 @@ import sys
 import types
 from pathlib import Path
 
+import benchmark_scripts  # tests/ is on sys.path
 import pytest
 import torch
 
@@ -217,9 +217,7 @@ def test_script_help(name):
 
 
 def test_throughput_counts_option():
-    spec = importlib.util.spec_from_file_location("bench_throughput", BENCHMARKS / "throughput.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_scripts.load("throughput")
     assert module.counts("3") == [1, 2, 3]
     assert module.counts("1,4,8") == [1, 4, 8]
     assert module.counts("2,") == [2]
@@ -365,20 +363,8 @@ def test_time_to_score_rejects_a_bad_setting():
     assert done.returncode == 2 and "eval-episodes" in done.stderr
 
 
-def load_script(name: str):
-    """A benchmarks/ script as a module (it imports its neighbours from benchmarks/)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), BENCHMARKS / name)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
-
-
 def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
-    module = load_script("time_to_score.py")
+    module = benchmark_scripts.load("time_to_score")
     means = [-20, 19, 12, 18.5, 17, 18, 20, 21]  # a lucky 19, a pair broken, then 18, 20, 21
     history = [{"kind": "eval", "steps": 100 * k, "mean": m} for k, m in enumerate(means)]
     history.insert(3, {"kind": "episode", "steps": 250, "score": 21})  # not an evaluation
@@ -390,7 +376,7 @@ def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
 
 
 def test_an_end_of_training_snapshot_right_after_the_last_does_not_confirm_it():
-    module = load_script("time_to_score.py")
+    module = benchmark_scripts.load("time_to_score")
     history = [
         {"kind": "eval", "steps": 100, "mean": 5.0, "elapsed_s": 60.0},
         {"kind": "eval", "steps": 200, "mean": 19.0, "elapsed_s": 120.0},
