@@ -1,4 +1,4 @@
-"""The Ray backend: the A3C paper's design across machines, one parameter server and N workers.
+"""The Ray backend: A3C across machines around one parameter server (Gorila's design) and N workers.
 
     a3c-course train --backend ray --workers 8                  # Ray started on this machine
     a3c-course train --backend ray --address auto --workers 32  # a cluster (`ray start --head`)
