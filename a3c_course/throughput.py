@@ -213,7 +213,7 @@ def trainer_speed(
         steady=steady is not None,
         steps=result.steps,
         seconds=result.elapsed_s,
-        staleness=_staleness(result, steady=steady is not None),
+        staleness=_staleness(result),
     )
 
 
@@ -233,9 +233,10 @@ def _stop_after(seconds: float) -> Callable[[Any], None]:
     return stop_once_measured
 
 
-def _staleness(result, steady: bool) -> float | None:
-    steady_mean = result.mean_staleness(steady=True) if steady else None
-    return result.mean_staleness() if steady_mean is None else steady_mean
+def _staleness(result) -> float | None:
+    """The steady mean staleness (every worker running), else the whole run's."""
+    steady = result.mean_staleness(steady=True)
+    return result.mean_staleness() if steady is None else steady
 
 
 # -- one intra-op thread ----------------------------------------------------------------------

@@ -147,12 +147,7 @@ def test_two_worker_actors_on_two_nodes_learn_cartpole(two_nodes, tmp_path):
     120,000-210,000 steps (2026-12-06), but the order in which gradients land differs from run to
     run, and one run in about ten (here, in a full test run) had not reached 195 at 400,000."""
     config = TrainConfig(
-        **CARTPOLE,
-        seed=1,
-        target_score=195.0,
-        max_steps=600_000,
-        max_minutes=3.5,
-        out_dir=str(tmp_path),
+        **CARTPOLE, **test_trainer.LEARNS_CARTPOLE, max_steps=600_000, out_dir=str(tmp_path)
     )
     result = train(config, progress=False)
     assert result.stop_reason == "target_score", (result.steps, result.recent_score())

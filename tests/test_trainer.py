@@ -34,6 +34,10 @@ CARTPOLE = dict(
 )
 
 
+# The learning tests' threshold and time budget (both backends: test_cluster.py has Ray's).
+LEARNS_CARTPOLE = dict(seed=1, target_score=195.0, max_minutes=3.5)
+
+
 def assert_no_children_left(pids):
     assert mp.active_children() == []
     alive = [
@@ -48,14 +52,7 @@ def child_pids():
 
 @pytest.mark.timeout(240)
 def test_two_workers_learn_cartpole(tmp_path):
-    config = TrainConfig(
-        **CARTPOLE,
-        seed=1,
-        target_score=195.0,
-        max_steps=400_000,
-        max_minutes=3.5,
-        out_dir=str(tmp_path),
-    )
+    config = TrainConfig(**CARTPOLE, **LEARNS_CARTPOLE, max_steps=400_000, out_dir=str(tmp_path))
     result = train(config, progress=False)
     assert result.stop_reason == "target_score", (result.steps, result.recent_score())
     scores = [r["score"] for r in result.episodes()]

@@ -57,8 +57,8 @@ def measure_staleness(
     config: TrainConfig, counts: tuple[int, ...], seconds: float
 ) -> dict[str, dict[int, float]]:
     """Mean staleness of the gradients with each backend and worker count: backend -> workers ->
-    mean updates by other workers between a worker's pull and its push (a real training run of
-    `seconds` each, no evaluator)."""
+    mean updates by other workers between a worker's pull and its push (a real training run each,
+    no evaluator, measured for `seconds` after its first report: throughput.trainer_speed)."""
     return {
         backend: {
             n: trainer_speed(config.replace(backend=backend, workers=n), seconds).staleness
