@@ -34,8 +34,11 @@ CARTPOLE = dict(
 )
 
 
-# The learning tests' threshold and time budget (both backends: test_cluster.py has Ray's).
-LEARNS_CARTPOLE = dict(seed=1, target_score=195.0, max_minutes=3.5)
+# The learning tests' threshold and budgets (both backends: test_cluster.py has Ray's). Run alone,
+# seeds 1 to 6 needed 100,000-260,000 steps with either backend (2026-12-06, also beside a CPU
+# hog), but the order in which gradients land differs from run to run, and twice in full test runs
+# (once per backend) a run had not reached 195 at 400,000 steps (scores 78 and 85): hence 600,000.
+LEARNS_CARTPOLE = dict(seed=1, target_score=195.0, max_steps=600_000, max_minutes=3.5)
 
 
 def assert_no_children_left(pids):
@@ -52,13 +55,13 @@ def child_pids():
 
 @pytest.mark.timeout(240)
 def test_two_workers_learn_cartpole(tmp_path):
-    config = TrainConfig(**CARTPOLE, **LEARNS_CARTPOLE, max_steps=400_000, out_dir=str(tmp_path))
+    config = TrainConfig(**CARTPOLE, **LEARNS_CARTPOLE, out_dir=str(tmp_path))
     result = train(config, progress=False)
     assert result.stop_reason == "target_score", (result.steps, result.recent_score())
     scores = [r["score"] for r in result.episodes()]
     windows = [sum(scores[i - 20 : i]) / 20 for i in range(20, len(scores) + 1)]
     assert max(windows) >= 195.0  # the mean return over 20 consecutive episodes
-    assert result.steps <= 400_000 + 2 * 8 * 10
+    assert result.steps <= LEARNS_CARTPOLE["max_steps"] + 2 * 8 * 10
     # The checkpoint holds the trained network as it was when training stopped. (How well it plays
     # is not asserted: at this learning rate the policy can already have slipped in the second
     # between reaching the target and stopping the workers; seen in about 1 run in 4.)
