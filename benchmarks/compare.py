@@ -11,7 +11,7 @@ runs go seed 0 of every setting, then seed 1 of every setting, and so on, each i
 so that a host that speeds up or slows down during the sitting touches every setting alike. The
 raw emulator speed (2 processes, random actions, no network) is measured before the first run and
 after the last: its drift is part of the result. Sticky actions 0.25 and the two-in-a-row
-statistic are the scripts' own defaults (the course's protocol, a3c_course/evaluate.py).
+statistic are the scripts' own defaults (the course's protocol, a3c_course/training/evaluate.py).
 
 Writes <out>/<NAME>/seed-<S>/ (each script's own run folder and summary), <out>/comparison.json
 and <out>/comparison.md: for each setting, each seed's training minutes and agent steps to the
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from time_to_score import seeds  # this folder is on sys.path when run as a script
 
-from a3c_course.envs import STICKY_ACTIONS, is_atari, resolve_env_id
-from a3c_course.throughput import machine_description, raw_env_speed
+from a3c_course.a3c.envs import STICKY_ACTIONS, is_atari, resolve_env_id
+from a3c_course.measure.throughput import machine_description, raw_env_speed
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {"course": "time_to_score.py", "sb3": "sb3_time_to_score.py"}

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/dead_units.py --pretrained breakout pong
 
 For each checkpoint: the fraction of each conv layer's channels that output nothing above 0 on 60
-screens of random play of the checkpoint's game (`a3c_course.diagnostics`). A ReLU run whose last
+screens of random play of the checkpoint's game (`a3c_course.lessons.diagnostics`). A ReLU run whose last
 layer is all silent plays the same policy on every screen and cannot learn any more.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from a3c_course import pretrained
-from a3c_course.checkpoint import load_checkpoint, model_from_checkpoint
-from a3c_course.diagnostics import random_play_frames, silent_units
+from a3c_course.lessons import pretrained
+from a3c_course.lessons.diagnostics import random_play_frames, silent_units
+from a3c_course.training.checkpoint import load_checkpoint, model_from_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@
 
 Runs one worker's loop in this process (one thread, as in a worker process) for --seconds per
 setting, and prints for each number of environments per worker a markdown table of the parts'
-shares of the time and milliseconds per agent step. See a3c_course.profiling.profile_worker for how
+shares of the time and milliseconds per agent step. See a3c_course.measure.profiling.profile_worker for how
 each part is timed. With --layers, also a table of the network's parts (each conv layer, the LSTM
 cell, the heads) timed alone on a batch of that many inputs (profiling.network_layer_times).
 """
@@ -16,11 +16,11 @@ import argparse
 import datetime
 import sys
 
-from a3c_course.config import TrainConfig
-from a3c_course.envs import make_env
-from a3c_course.model import ActorCritic
-from a3c_course.profiling import layer_table, network_layer_times, profile_worker
-from a3c_course.throughput import machine_description
+from a3c_course.a3c.envs import make_env
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.measure.profiling import layer_table, network_layer_times, profile_worker
+from a3c_course.measure.throughput import machine_description
+from a3c_course.training.config import TrainConfig
 
 
 def env_counts(text: str) -> list[int]:

@@ -27,9 +27,14 @@ from pathlib import Path
 
 from throughput import counts, positive_float, positive_int  # this folder is on sys.path
 
-from a3c_course.config import TrainConfig
-from a3c_course.scaling import ScalingModel, limits_table, measure_server_costs
-from a3c_course.throughput import machine_description, raw_env_speed, summarize, trainer_speed
+from a3c_course.measure.scaling import ScalingModel, limits_table, measure_server_costs
+from a3c_course.measure.throughput import (
+    machine_description,
+    raw_env_speed,
+    summarize,
+    trainer_speed,
+)
+from a3c_course.training.config import TrainConfig
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +116,7 @@ def scaling_table(result: dict, config: TrainConfig, workers: int) -> list[str]:
     ray_speed = statistics.median(r["steps_per_s"] for r in result["runs"][f"ray-{workers}"])
     model = ScalingModel.from_costs(result["costs"], ray_speed / workers, config)
     return [
-        f"Scaling model (a3c_course/scaling.py), a worker at {ray_speed / workers:,.0f} agent "
+        f"Scaling model (a3c_course/measure/scaling.py), a worker at {ray_speed / workers:,.0f} agent "
         f"steps/s (the Ray runs with {workers} workers here), {model.updates_per_worker:.1f} "
         "updates/s each:",
         "",

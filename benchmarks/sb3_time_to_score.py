@@ -37,8 +37,8 @@ from time_to_score import (
     write_summary,
 )  # this folder is on sys.path when run as a script
 
-from a3c_course.envs import STICKY_ACTIONS, is_atari, resolve_env_id
-from a3c_course.reports import plot_learning_curve, save_figure
+from a3c_course.a3c.envs import STICKY_ACTIONS, is_atari, resolve_env_id
+from a3c_course.lessons.reports import plot_learning_curve, save_figure
 
 FRAME_SKIP = 4
 # RL Baselines3 Zoo, hyperparams/a2c.yml, "atari" (the optimizer is set in policy_kwargs below).

@@ -18,10 +18,15 @@ import argparse
 import datetime
 import sys
 
-from a3c_course.config import TrainConfig
-from a3c_course.envs import is_atari
-from a3c_course.model import ACTIVATIONS, ORIGINAL_NETWORK, default_hidden_size
-from a3c_course.throughput import machine_description, raw_env_speed, summarize, trainer_speed
+from a3c_course.a3c.envs import is_atari
+from a3c_course.a3c.model import ACTIVATIONS, ORIGINAL_NETWORK, default_hidden_size
+from a3c_course.measure.throughput import (
+    machine_description,
+    raw_env_speed,
+    summarize,
+    trainer_speed,
+)
+from a3c_course.training.config import TrainConfig
 
 
 def counts(text: str) -> list[int]:

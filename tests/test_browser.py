@@ -48,7 +48,7 @@ pytestmark = [
 ]
 
 PANEL_CELLS = [
-    "from a3c_course.config import TrainConfig\nfrom a3c_course.widgets import HyperparameterPanel",
+    "from a3c_course.training.config import TrainConfig\nfrom a3c_course.lessons.panels import HyperparameterPanel",
     'panel = HyperparameterPanel(TrainConfig(game="CartPole-v1"))\npanel',
 ]
 

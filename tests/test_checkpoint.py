@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from a3c_course.checkpoint import (
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.training.checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_weights,
     model_from_checkpoint,
     save_checkpoint,
 )
-from a3c_course.config import TrainConfig
-from a3c_course.model import ActorCritic
+from a3c_course.training.config import TrainConfig
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from a3c_course.checkpoint import load_checkpoint, save_checkpoint
-from a3c_course.cli import main
-from a3c_course.config import TrainConfig
-from a3c_course.model import ActorCritic
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.cli.main import main
+from a3c_course.training.checkpoint import load_checkpoint, save_checkpoint
+from a3c_course.training.config import TrainConfig
 
 COMMAND = str(Path(sys.executable).parent / "a3c-course")
 SMALL_RUN = [
@@ -122,7 +122,7 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     # the background (`make test &`, nohup) makes them ignore SIGINT, and children inherit that.
     interruptible = (
         "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "from a3c_course.cli import main; sys.exit(main())"
+        "from a3c_course.cli.main import main; sys.exit(main())"
     )
     process = subprocess.Popen(
         [sys.executable, "-c", interruptible, "train", *SMALL_RUN, "--minutes", "5", "--out",
@@ -155,8 +155,9 @@ def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
 
 
 def test_the_breakout_preset_and_boolean_flags():
-    from a3c_course.cli import build_parser, config_from_args
-    from a3c_course.config import BREAKOUT
+    from a3c_course.cli.main import build_parser
+    from a3c_course.cli.train import config_from_args
+    from a3c_course.training.config import BREAKOUT
 
     config = config_from_args(build_parser().parse_args(["train", "--preset", "breakout"]))
     assert config == TrainConfig(**BREAKOUT) and config.game == "breakout"
@@ -170,8 +171,9 @@ def test_the_breakout_preset_and_boolean_flags():
 
 
 def test_a_preset_sets_its_settings_and_a_flag_beside_it_wins():
-    from a3c_course.cli import build_parser, config_from_args
-    from a3c_course.config import ORIGINAL_COURSE
+    from a3c_course.cli.main import build_parser
+    from a3c_course.cli.train import config_from_args
+    from a3c_course.training.config import ORIGINAL_COURSE
 
     args = build_parser().parse_args(["train", "--preset", "original-course", "--lr", "2e-4"])
     config = config_from_args(args)
@@ -180,7 +182,7 @@ def test_a_preset_sets_its_settings_and_a_flag_beside_it_wins():
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--preset", "fastest"])
     with pytest.raises(ValueError, match="preset: no preset 'fastest'; the presets are"):
-        from a3c_course.config import preset
+        from a3c_course.training.config import preset
 
         preset("fastest")
 

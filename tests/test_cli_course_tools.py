@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from a3c_course.cli import main
+from a3c_course.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,7 +14,7 @@ SOLVED = '''def double(x):
     ### BEGIN SOLUTION
     return 2 * x
     ### END SOLUTION'''
-CHECK = 'from a3c_course.exercises import Case, check_cases\ncheck_cases("9.1", double, [Case("x = 2", (2,), 4)])'
+CHECK = 'from a3c_course.lessons.exercises import Case, check_cases\ncheck_cases("9.1", double, [Case("x = 2", (2,), 4)])'
 
 
 def test_doctor_exit_status_says_all_is_well(capsys):

@@ -7,10 +7,10 @@ import imageio.v2 as imageio
 import pytest
 import torch
 
-from a3c_course.checkpoint import load_checkpoint, save_checkpoint
-from a3c_course.cli import main
-from a3c_course.config import TrainConfig
-from a3c_course.model import ActorCritic
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.cli.main import main
+from a3c_course.training.checkpoint import load_checkpoint, save_checkpoint
+from a3c_course.training.config import TrainConfig
 
 SMALL_RUN = [
     "--game", "CartPole-v1", "--workers", "2", "--envs-per-worker", "2", "--hidden-size", "16",

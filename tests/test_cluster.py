@@ -19,14 +19,14 @@ ray = pytest.importorskip("ray")
 import test_trainer  # noqa: E402  (tests/ is on sys.path)
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from a3c_course import cluster  # noqa: E402
-from a3c_course.checkpoint import load_checkpoint  # noqa: E402
-from a3c_course.cli import main  # noqa: E402
-from a3c_course.cluster import ParameterServer  # noqa: E402
-from a3c_course.config import TrainConfig  # noqa: E402
-from a3c_course.evaluate import evaluate  # noqa: E402
-from a3c_course.model import ActorCritic  # noqa: E402
-from a3c_course.trainer import WorkerError, train  # noqa: E402
+from a3c_course.a3c.model import ActorCritic  # noqa: E402
+from a3c_course.cli.main import main  # noqa: E402
+from a3c_course.training import ray_backend as cluster  # noqa: E402
+from a3c_course.training.checkpoint import load_checkpoint  # noqa: E402
+from a3c_course.training.config import TrainConfig  # noqa: E402
+from a3c_course.training.evaluate import evaluate  # noqa: E402
+from a3c_course.training.ray_backend import ParameterServer  # noqa: E402
+from a3c_course.training.trainer import WorkerError, train  # noqa: E402
 
 CARTPOLE = dict(test_trainer.CARTPOLE, backend="ray")  # the Hogwild backend's test settings
 
@@ -72,8 +72,8 @@ def test_the_server_applies_each_gradient_on_arrival_and_counts_its_staleness():
 INTERRUPTED_RUN = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job starts with it ignored
-from a3c_course.config import TrainConfig
-from a3c_course.trainer import train
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.trainer import train
 config = TrainConfig(**{config!r})
 print("stop reason:", train(config, progress=False).stop_reason, flush=True)
 """

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from a3c_course import colab
+from a3c_course.lessons import colab
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -82,7 +82,7 @@ def test_unit5s_cell_adds_the_cluster_extra_in_colab_and_says_when_ray_is_missin
     assert 'Ray is missing: `pip install "a3c-course[cluster]"`' in capsys.readouterr().out
     unit5 = nbformat.read(NOTEBOOKS[0].parent / "05_beyond_one_machine.ipynb", as_version=4)
     code_cells = [cell.source for cell in unit5.cells if cell.cell_type == "code"]
-    assert code_cells[1] == colab.CLUSTER_CELL, "run `python -m a3c_course.colab` to resync"
+    assert code_cells[1] == colab.CLUSTER_CELL, "run `python -m a3c_course.lessons.colab` to resync"
 
 
 def test_the_install_keeps_colabs_torch():
@@ -94,7 +94,7 @@ def test_the_install_keeps_colabs_torch():
 def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
     notebook = nbformat.read(path, as_version=4)
     first_code = next(cell for cell in notebook.cells if cell.cell_type == "code")
-    assert first_code.source == colab.SETUP_CELL, "run `python -m a3c_course.colab` to resync"
+    assert first_code.source == colab.SETUP_CELL, "run `python -m a3c_course.lessons.colab` to resync"
     assert (
         f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/{colab.COURSE_REF}/notebooks/"
         f"{path.name}" in notebook.cells[0].source

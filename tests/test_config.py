@@ -4,7 +4,12 @@ import json
 
 import pytest
 
-from a3c_course.config import ORIGINAL_COURSE, ORIGINAL_WORKER, TrainConfig, default_start_method
+from a3c_course.training.config import (
+    ORIGINAL_COURSE,
+    ORIGINAL_WORKER,
+    TrainConfig,
+    default_start_method,
+)
 
 
 def test_defaults_keep_the_original_algorithm_and_batch_it():

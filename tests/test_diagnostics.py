@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from a3c_course.diagnostics import random_play_frames, silent_units
-from a3c_course.model import ActorCritic, standardize_frames
+from a3c_course.a3c.model import ActorCritic, standardize_frames
+from a3c_course.lessons.diagnostics import random_play_frames, silent_units
 
 
 @pytest.fixture(scope="module")

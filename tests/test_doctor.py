@@ -1,6 +1,6 @@
 """`a3c-course doctor`: reports versions and ROMs, and gives a fix for each problem."""
 
-from a3c_course import doctor
+from a3c_course.lessons import doctor
 
 
 def run() -> tuple[bool, str]:
@@ -46,12 +46,12 @@ def test_old_package_is_reported(monkeypatch):
 
 
 def test_rom_that_fails_to_load_is_reported(monkeypatch):
-    import a3c_course.envs
+    import a3c_course.a3c.envs
 
     def broken(game, **kwargs):
         raise RuntimeError("ROM not found")
 
-    monkeypatch.setattr(a3c_course.envs, "make_env", broken)
+    monkeypatch.setattr(a3c_course.a3c.envs, "make_env", broken)
     finding = doctor.check_rom("pong")
     assert not finding.ok and "ROM not found" in finding.detail and "ale-py" in finding.fix
 
@@ -63,7 +63,7 @@ def test_version_comparison():
 
 
 def test_missing_ffmpeg_is_reported_with_its_fix(monkeypatch):
-    from a3c_course import video
+    from a3c_course.lessons import video
 
     monkeypatch.setattr(video, "_ffmpeg_available", lambda: False)
     healthy, text = run()
@@ -77,6 +77,6 @@ def test_ffmpeg_is_started_without_a_preexec_fn():
     # a Jupyter kernel. Importing the course's video module opts out of it.
     import imageio_ffmpeg._utils as ffmpeg_utils
 
-    from a3c_course import video  # noqa: F401
+    from a3c_course.lessons import video  # noqa: F401
 
     assert ffmpeg_utils._popen_kwargs(prevent_sigint=True)["preexec_fn"] is None

@@ -13,11 +13,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from a3c_course.exercises import unit1, unit2, unit3, unit4, unit5
-from a3c_course.exercises.core import NOT_ATTEMPTED, PASSED
-from a3c_course.exercises.editions import exercise_cells, instructor_notebook, stubs_out_of_sync
-from a3c_course.exercises.grading import is_check_cell, results_of, run_notebook
-from a3c_course.exercises.solutions import EXERCISES, solution_object
+from a3c_course.lessons.exercises import unit1, unit2, unit3, unit4, unit5
+from a3c_course.lessons.exercises.core import NOT_ATTEMPTED, PASSED
+from a3c_course.lessons.exercises.editions import (
+    exercise_cells,
+    instructor_notebook,
+    stubs_out_of_sync,
+)
+from a3c_course.lessons.exercises.grading import is_check_cell, results_of, run_notebook
+from a3c_course.lessons.exercises.solutions import EXERCISES, solution_object
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9]*.ipynb"))
 CHECKS = {

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from a3c_course.envs import GAMES, FireOnLifeStart, frame_options, make_env, resolve_env_id
+from a3c_course.a3c.envs import GAMES, FireOnLifeStart, frame_options, make_env, resolve_env_id
 
 
 def unwrap_to(env, wrapper_type):

@@ -4,12 +4,12 @@ import pytest
 import torch
 from gymnasium.wrappers import TimeLimit
 
-from a3c_course import pretrained
-from a3c_course.checkpoint import CheckpointError, save_checkpoint
-from a3c_course.config import TrainConfig
-from a3c_course.envs import frame_options
-from a3c_course.evaluate import Evaluation, evaluate, evaluation_env
-from a3c_course.model import ActorCritic
+from a3c_course.a3c.envs import frame_options
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.lessons import pretrained
+from a3c_course.training.checkpoint import CheckpointError, save_checkpoint
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.evaluate import Evaluation, evaluate, evaluation_env
 
 
 def cartpole_model(seed=0):

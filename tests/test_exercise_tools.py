@@ -4,15 +4,20 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from a3c_course.exercises import solutions
-from a3c_course.exercises.editions import (
+from a3c_course.lessons.exercises import solutions
+from a3c_course.lessons.exercises.editions import (
     instructor_notebook,
     stubs_out_of_sync,
     sync_stubs,
     write_instructor_edition,
 )
-from a3c_course.exercises.grading import format_report, grade
-from a3c_course.exercises.solutions import solution, solution_source, strip_solutions, stub_source
+from a3c_course.lessons.exercises.grading import format_report, grade
+from a3c_course.lessons.exercises.solutions import (
+    solution,
+    solution_source,
+    strip_solutions,
+    stub_source,
+)
 
 SOLUTION = '''def double(x):
     """Return 2 * x."""
@@ -20,7 +25,7 @@ SOLUTION = '''def double(x):
     return {body}
     ### END SOLUTION'''
 
-CHECK = """from a3c_course.exercises import Case, check_cases
+CHECK = """from a3c_course.lessons.exercises import Case, check_cases
 check_cases("9.1", double, [Case("x = 2", (2,), 4), Case("x = -1.5", (-1.5,), -3.0)])"""
 
 

@@ -6,8 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from a3c_course.envs import PLAY_AREA_ROWS, PlayAreaObservation, make_env, register_ale
-from a3c_course.exercises import unit1
+from a3c_course.a3c.envs import PLAY_AREA_ROWS, PlayAreaObservation, make_env, register_ale
+from a3c_course.lessons.exercises import unit1
 
 # ----------------------------------------------------------------------------------------------
 # 1.1 preprocess_frame

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from a3c_course.exercises import unit2
-from a3c_course.exercises.unit2 import (
+from a3c_course.lessons.exercises import unit2
+from a3c_course.lessons.exercises.unit2 import (
     HINTS,
     check_action_probabilities,
     check_entropy_from_logits,

@@ -5,8 +5,8 @@ with a message that names the input and shows expected versus got."""
 import pytest
 import torch
 
-from a3c_course.exercises import unit3
-from a3c_course.returns import gae, n_step_returns
+from a3c_course.a3c.returns import gae, n_step_returns
+from a3c_course.lessons.exercises import unit3
 
 # ------------------------------------------------------------------ correct answers
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from a3c_course.exercises import unit4
-from a3c_course.worker import update_shared
+from a3c_course.a3c.worker import update_shared
+from a3c_course.lessons.exercises import unit4
 
 # ------------------------------------------------------------------ correct answers
 
@@ -366,9 +366,9 @@ def test_fill_from_child_writes_into_shared_memory():
 def test_hogwild_probe_measures_steps_and_staleness():
     import time
 
-    from a3c_course.config import TrainConfig
-    from a3c_course.optim import make_shared_optimizer
-    from a3c_course.trainer import build_shared_model
+    from a3c_course.a3c.optim import make_shared_optimizer
+    from a3c_course.training.config import TrainConfig
+    from a3c_course.training.trainer import build_shared_model
 
     config = TrainConfig(game="CartPole-v1", workers=2, envs_per_worker=2, rollout_steps=5)
     shared_model = build_shared_model(config)

@@ -4,9 +4,9 @@ taken instead of the smaller) fail with a message that says what differs."""
 
 import pytest
 
-from a3c_course.exercises import unit5
-from a3c_course.exercises.solutions import solution_object
-from a3c_course.exercises.solutions.unit5 import ParameterServer
+from a3c_course.lessons.exercises import unit5
+from a3c_course.lessons.exercises.solutions import solution_object
+from a3c_course.lessons.exercises.solutions.unit5 import ParameterServer
 
 
 class CountsAfterTheUpdate(ParameterServer):

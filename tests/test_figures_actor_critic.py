@@ -1,4 +1,4 @@
-"""Unit 2's figures and harnesses (a3c_course.figures.actor_critic) draw and compute what they say."""
+"""Unit 2's figures and harnesses (a3c_course.lessons.figures.actor_critic) draw and compute what they say."""
 
 import math
 
@@ -10,8 +10,8 @@ from torch import nn
 
 matplotlib.use("Agg")
 
-from a3c_course.figures import actor_critic as figures  # noqa: E402
-from a3c_course.model import ActorCritic  # noqa: E402
+from a3c_course.a3c.model import ActorCritic  # noqa: E402
+from a3c_course.lessons.figures import actor_critic as figures  # noqa: E402
 
 ACTIONS = ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
 

@@ -1,4 +1,4 @@
-"""Unit 3's testbed and figures (a3c_course.figures.advantages): the testbed's numbers are right,
+"""Unit 3's testbed and figures (a3c_course.lessons.figures.advantages): the testbed's numbers are right,
 and each figure draws the data it says it draws."""
 
 import matplotlib
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from a3c_course.figures import advantages as fig
+from a3c_course.lessons.figures import advantages as fig
 
 
 @pytest.fixture(scope="module")

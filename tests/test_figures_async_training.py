@@ -1,4 +1,4 @@
-"""Notebook 04's figures and harnesses (a3c_course.figures.async_training): each draws or measures
+"""Notebook 04's figures and harnesses (a3c_course.lessons.figures.async_training): each draws or measures
 what its cell says, on small inputs."""
 
 import sys
@@ -12,9 +12,9 @@ import torch.multiprocessing as mp
 
 matplotlib.use("Agg")
 
-from a3c_course.config import TrainConfig  # noqa: E402
-from a3c_course.exercises import unit4  # noqa: E402
-from a3c_course.figures import async_training as figures  # noqa: E402
+from a3c_course.lessons.exercises import unit4  # noqa: E402
+from a3c_course.lessons.figures import async_training as figures  # noqa: E402
+from a3c_course.training.config import TrainConfig  # noqa: E402
 
 
 def texts(ax) -> list[str]:
@@ -108,7 +108,7 @@ def test_only_shared_adam_state_survives_a_step_in_a_child():
 def test_reference_settings_are_compared_with_yours():
     import json
 
-    from a3c_course.pretrained import data_folder
+    from a3c_course.lessons.pretrained import data_folder
 
     runs = json.loads((data_folder() / "reference" / "pong" / "runs.json").read_text())
     theirs = next(run["config"] for run in runs.values() if "config" in run)

@@ -3,8 +3,8 @@ show what they are given; the summary carries the model's numbers."""
 
 import pytest
 
-from a3c_course.figures import beyond_one_machine as figures
-from a3c_course.scaling import ScalingModel
+from a3c_course.lessons.figures import beyond_one_machine as figures
+from a3c_course.measure.scaling import ScalingModel
 
 MODEL = ScalingModel(
     apply_s=2e-3, reply_s=1e-3, model_bytes=600_000, worker_steps_per_s=1_400, steps_per_update=160

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from a3c_course.figures import breakout
+from a3c_course.lessons.figures import breakout
 
 
 def test_a_lost_life_cuts_the_return_there_and_nowhere_else():

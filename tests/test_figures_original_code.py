@@ -1,4 +1,4 @@
-"""The appendix's harnesses and figures (a3c_course.figures.original_code) show what they claim."""
+"""The appendix's harnesses and figures (a3c_course.lessons.figures.original_code) show what they claim."""
 
 import matplotlib
 
@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from a3c_course.figures import original_code as appendix  # noqa: E402
+from a3c_course.lessons.figures import original_code as appendix  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Unit 1's figures and harnesses (a3c_course.figures.preprocessing) draw and compute what they say."""
+"""Unit 1's figures and harnesses (a3c_course.lessons.figures.preprocessing) draw and compute what they say."""
 
 import cv2
 import matplotlib
@@ -7,9 +7,9 @@ import pytest
 
 matplotlib.use("Agg")
 
-from a3c_course.envs import PLAY_AREA_ROWS, make_env  # noqa: E402
-from a3c_course.figures import preprocessing as figures  # noqa: E402
-from a3c_course.video import record_episode  # noqa: E402
+from a3c_course.a3c.envs import PLAY_AREA_ROWS, make_env  # noqa: E402
+from a3c_course.lessons.figures import preprocessing as figures  # noqa: E402
+from a3c_course.lessons.video import record_episode  # noqa: E402
 
 ROWS = PLAY_AREA_ROWS["ALE/Breakout-v5"]
 

@@ -1,6 +1,6 @@
 """The actor-critic network: shapes, parameters, initialisation, recurrence, gradients, sampling.
 
-References are computed independently of a3c_course.model: parameter counts from the layer
+References are computed independently of a3c_course.a3c.model: parameter counts from the layer
 formulas, probabilities and entropies from torch.log_softmax by hand, per-sample forwards for the
 batched one.
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from a3c_course.envs import make_env
-from a3c_course.model import (
+from a3c_course.a3c.envs import make_env
+from a3c_course.a3c.model import (
     COURSE_NETWORK,
     ORIGINAL_NETWORK,
     ActorCritic,

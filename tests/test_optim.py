@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from a3c_course.optim import SharedAdam, SharedRMSprop, make_shared_optimizer
+from a3c_course.a3c.optim import SharedAdam, SharedRMSprop, make_shared_optimizer
 
 
 def small_model(seed=0):

@@ -7,20 +7,21 @@ import shlex
 import pytest
 import torch
 
-from a3c_course import pretrained
-from a3c_course.cli import build_parser, config_from_args, main
-from a3c_course.config import BREAKOUT, TrainConfig
-from a3c_course.envs import FRAME_SIZE, STICKY_ACTIONS
-from a3c_course.evaluate import evaluate
-from a3c_course.model import COURSE_NETWORK
-from a3c_course.reference import (
+from a3c_course.a3c.envs import FRAME_SIZE, STICKY_ACTIONS
+from a3c_course.a3c.model import COURSE_NETWORK
+from a3c_course.cli.main import build_parser, main
+from a3c_course.cli.train import config_from_args
+from a3c_course.lessons import pretrained
+from a3c_course.lessons.reference import (
     plot_reference,
     reference_band,
     reference_games,
     reference_runs,
     score_curve,
 )
-from a3c_course.video import play_episodes
+from a3c_course.lessons.video import play_episodes
+from a3c_course.training.config import BREAKOUT, TrainConfig
+from a3c_course.training.evaluate import evaluate
 
 # A uniformly random player's mean score (Mnih et al. 2015), and how far above it the shipped
 # agent must score over two games (a fraction of its card's margin, measured: see each test).

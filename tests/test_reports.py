@@ -6,17 +6,23 @@ import numpy as np
 import pytest
 import torch
 
-from a3c_course import reports
-from a3c_course.checkpoint import save_checkpoint
-from a3c_course.config import TrainConfig
-from a3c_course.model import ActorCritic
-from a3c_course.reports import (
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.lessons import reports
+from a3c_course.lessons.reports import (
     moving_average,
     plot_learning_curve,
     write_gameplay_video,
     write_run_report,
 )
-from a3c_course.video import CartPoleFrames, ModelPolicy, caption, captioned_frames, play_episodes
+from a3c_course.lessons.video import (
+    CartPoleFrames,
+    ModelPolicy,
+    caption,
+    captioned_frames,
+    play_episodes,
+)
+from a3c_course.training.checkpoint import save_checkpoint
+from a3c_course.training.config import TrainConfig
 
 
 def read_video(path):
@@ -92,7 +98,7 @@ def test_a_failing_write_leaves_nothing_behind(tmp_path, monkeypatch):
         path.write_bytes(b"half a video")
         raise OSError("disk full")
 
-    monkeypatch.setattr("a3c_course.video.write_video", broken)
+    monkeypatch.setattr("a3c_course.lessons.video.write_video", broken)
     with pytest.raises(OSError, match="disk full"):
         write_gameplay_video(tmp_path / "play.mp4", "CartPole-v1", None, max_steps=5)
     assert list(tmp_path.iterdir()) == []

@@ -1,6 +1,6 @@
 """Returns, GAE and the A3C loss against independent references.
 
-The references below share no code with a3c_course.returns: they are explicit sums over the
+The references below share no code with a3c_course.a3c.returns: they are explicit sums over the
 trajectory, in plain Python floats, one (t, environment) at a time:
 
     A_t = sum_{k >= 0} (gamma * lam)^k * delta_{t+k}   walking forward from t, stopping after the
@@ -20,7 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a3c_course.returns import A3CLoss, a3c_loss, gae, n_step_returns, td_errors
+from a3c_course.a3c.returns import A3CLoss, a3c_loss, gae, n_step_returns, td_errors
 
 EXAMPLES = settings(max_examples=60, deadline=None)
 FLOATS = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)

@@ -1,7 +1,7 @@
 """TrainResult's staleness summary, on histories written by hand."""
 
-from a3c_course.config import TrainConfig
-from a3c_course.run_record import TrainResult
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.run_record import TrainResult
 
 
 def loss(worker, staleness, rollouts):

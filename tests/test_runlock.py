@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from a3c_course.checkpoint import load_checkpoint
-from a3c_course.config import TrainConfig
-from a3c_course.runlock import LOCK_NAME, RunFolderInUse, hold_run_folder, holder_of
-from a3c_course.trainer import train
-from a3c_course.widgets import TrainingPanel
+from a3c_course.lessons.panels import TrainingPanel
+from a3c_course.training.checkpoint import load_checkpoint
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.runlock import LOCK_NAME, RunFolderInUse, hold_run_folder, holder_of
+from a3c_course.training.trainer import train
 
 COMMAND = str(Path(sys.executable).parent / "a3c-course")
 CARTPOLE_RUN = [
@@ -164,7 +164,7 @@ def test_forked_children_do_not_keep_the_hold(tmp_path):
     script = textwrap.dedent(
         f"""
         import multiprocessing, os, pathlib, time
-        from a3c_course.runlock import hold_run_folder
+        from a3c_course.training.runlock import hold_run_folder
         with hold_run_folder({str(tmp_path)!r}):
             child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
             child.start()

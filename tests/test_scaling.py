@@ -2,7 +2,7 @@
 
 import pytest
 
-from a3c_course.scaling import ScalingModel
+from a3c_course.measure.scaling import ScalingModel
 
 # 3 ms of server time per update (2 to apply, 1 to copy the weights), a 600 kB model, workers of
 # 1,400 agent steps/s sending one update per 160 steps: 8.75 updates/s each.
@@ -50,7 +50,7 @@ def test_bad_inputs_name_the_field(changes, message):
 
 
 def test_a_model_from_measured_costs_counts_a_rollout_of_every_environment():
-    from a3c_course.config import TrainConfig
+    from a3c_course.training.config import TrainConfig
 
     costs = {"apply_s": 2e-3, "reply_s": 1e-3, "model_bytes": 600_000.0}
     model = ScalingModel.from_costs(costs, 1_400, TrainConfig(envs_per_worker=4, rollout_steps=5))

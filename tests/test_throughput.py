@@ -1,4 +1,4 @@
-"""The measurement functions (a3c_course.throughput) and the benchmark scripts, on tiny budgets.
+"""The measurement functions (a3c_course.measure.throughput) and the benchmark scripts, on tiny budgets.
 
 These tests check structure and sanity (positive speeds, parts that add up to the wall time, the
 profile's copy of update_shared making the same update), never a speed: the machine's speed is
@@ -16,11 +16,11 @@ import benchmark_scripts  # tests/ is on sys.path
 import pytest
 import torch
 
-from a3c_course import throughput
-from a3c_course.config import TrainConfig
-from a3c_course.model import ActorCritic
-from a3c_course.optim import make_shared_optimizer
-from a3c_course.profiling import (
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.a3c.optim import make_shared_optimizer
+from a3c_course.a3c.worker import update_shared
+from a3c_course.measure import throughput
+from a3c_course.measure.profiling import (
     PROFILE_PARTS,
     _Clock,
     layer_table,
@@ -28,9 +28,9 @@ from a3c_course.profiling import (
     profile_worker,
     timed_update_shared,
 )
-from a3c_course.throughput import raw_env_speed, steady_speed, summarize, trainer_speed
-from a3c_course.trainer import read_metrics
-from a3c_course.worker import update_shared
+from a3c_course.measure.throughput import raw_env_speed, steady_speed, summarize, trainer_speed
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.trainer import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"

@@ -12,12 +12,12 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-import a3c_course.worker
-from a3c_course.checkpoint import load_checkpoint, model_from_checkpoint
-from a3c_course.config import TrainConfig
-from a3c_course.evaluate import evaluate
-from a3c_course.trainer import WorkerError, build_shared_model, train
-from a3c_course.video import play_episodes
+import a3c_course.a3c.worker
+from a3c_course.lessons.video import play_episodes
+from a3c_course.training.checkpoint import load_checkpoint, model_from_checkpoint
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.evaluate import evaluate
+from a3c_course.training.trainer import WorkerError, build_shared_model, train
 
 # CartPole settings, measured on the course's 2-core machine shared with other jobs: a learning
 # rate of 3e-3 (Atari's 1e-4 is far too slow here), 8 environments per worker stepped with one
@@ -248,7 +248,7 @@ def failing_loss(*args, **kwargs):
 
 @pytest.mark.timeout(120)
 def test_a_crashing_worker_fails_train_with_its_traceback(tmp_path, monkeypatch):
-    monkeypatch.setattr(a3c_course.worker, "rollout_loss", failing_loss)  # inherited under fork
+    monkeypatch.setattr(a3c_course.a3c.worker, "rollout_loss", failing_loss)  # inherited under fork
     config = TrainConfig(**CARTPOLE, start_method="fork", out_dir=str(tmp_path))
     started = time.monotonic()
     with pytest.raises(WorkerError) as error:

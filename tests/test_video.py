@@ -6,9 +6,9 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from a3c_course import video
-from a3c_course.envs import make_env
-from a3c_course.video import (
+from a3c_course.a3c.envs import make_env
+from a3c_course.lessons import video
+from a3c_course.lessons.video import (
     agent_view,
     agent_view_frames,
     record_episode,

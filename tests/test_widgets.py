@@ -9,18 +9,13 @@ import imageio.v2 as imageio
 import pytest
 import torch
 
-from a3c_course.checkpoint import load_checkpoint, save_checkpoint
-from a3c_course.config import TrainConfig
-from a3c_course.envs import resolve_env_id
-from a3c_course.model import ActorCritic
-from a3c_course.widgets import (
-    PRETRAINED,
-    GameplayPanel,
-    HyperparameterPanel,
-    TrainingPanel,
-    config_from_values,
-    find_checkpoints,
-)
+from a3c_course.a3c.envs import resolve_env_id
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.lessons.panels import GameplayPanel, HyperparameterPanel, TrainingPanel
+from a3c_course.lessons.panels.gameplay import PRETRAINED, find_checkpoints
+from a3c_course.lessons.panels.settings import config_from_values
+from a3c_course.training.checkpoint import load_checkpoint, save_checkpoint
+from a3c_course.training.config import TrainConfig
 
 
 def test_the_panel_builds_the_config_its_controls_show():
@@ -41,7 +36,7 @@ def test_the_panel_builds_the_config_its_controls_show():
 
 
 def test_the_settings_menu_loads_a_preset_into_every_control_and_back():
-    from a3c_course.config import BREAKOUT, preset
+    from a3c_course.training.config import BREAKOUT, preset
 
     panel = HyperparameterPanel(TrainConfig(game="pong", eval_episodes=0, max_minutes=10))
     panel.preset.value = "breakout"  # as a learner picks it from the menu
@@ -220,7 +215,7 @@ def test_find_checkpoints_lists_newest_first(tmp_path):
 def test_training_plot_adds_the_reference_band_for_a_game_that_has_one():
     import struct
 
-    from a3c_course.widgets import learning_curve_png
+    from a3c_course.lessons.panels.training import learning_curve_png
 
     history = [
         {"kind": "episode", "steps": 100 * i, "elapsed_s": float(i), "score": -21.0 + i % 3}
@@ -250,8 +245,8 @@ def test_evaluate_plays_whole_games_and_says_so(cartpole_checkpoint, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_evaluate_shows_the_shipped_agents_score_and_whether_the_games_match(tmp_path):
-    from a3c_course import pretrained
-    from a3c_course.pretrained import card_sticky_actions
+    from a3c_course.lessons import pretrained
+    from a3c_course.lessons.pretrained import card_sticky_actions
 
     card = pretrained.card("pong")
     torch.manual_seed(0)
@@ -271,7 +266,7 @@ def test_evaluate_shows_the_shipped_agents_score_and_whether_the_games_match(tmp
 
 
 def test_a_cards_sticky_actions_come_from_its_key_else_its_command():
-    from a3c_course.pretrained import card_sticky_actions
+    from a3c_course.lessons.pretrained import card_sticky_actions
 
     assert card_sticky_actions({"evaluation": {"sticky_actions": 0.25, "command": "x"}}) == 0.25
     assert card_sticky_actions({"evaluation": {"command": "evaluate --sticky-actions 0"}}) == 0.0

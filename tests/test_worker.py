@@ -12,11 +12,9 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from gymnasium.wrappers import RecordEpisodeStatistics
 
-from a3c_course.config import TrainConfig
-from a3c_course.envs import make_env
-from a3c_course.hogwild import SharedMemoryLink
-from a3c_course.model import ActorCritic
-from a3c_course.worker import (
+from a3c_course.a3c.envs import make_env
+from a3c_course.a3c.model import ActorCritic
+from a3c_course.a3c.worker import (
     EnvRunner,
     annealed_lr,
     collect_rollout,
@@ -26,6 +24,8 @@ from a3c_course.worker import (
     update_shared,
     worker_loop,
 )
+from a3c_course.training.config import TrainConfig
+from a3c_course.training.hogwild import SharedMemoryLink
 
 
 class ScriptedEnv(gym.Env):
@@ -363,7 +363,7 @@ def test_worker_loop_reports_episodes_losses_and_counts_steps():
     )
     shared = ActorCritic((4,), 2, hidden_size=16).share_memory()
     before = [p.detach().clone() for p in shared.parameters()]
-    from a3c_course.optim import SharedAdam
+    from a3c_course.a3c.optim import SharedAdam
 
     optimizer = SharedAdam(shared.parameters(), lr=config.lr)
     counter, messages = mp.get_context("fork").Value("q", 0), queue.Queue()
@@ -392,7 +392,7 @@ def test_the_learning_rate_anneals_linearly_to_zero_when_asked():
     # In the loop: 30 rollouts of 20 steps; the last update starts at 580 of 600 steps.
     config = config.replace(envs_per_worker=2, rollout_steps=10, max_steps=600, lr_anneal_steps=600)
     shared = ActorCritic((4,), 2, hidden_size=16).share_memory()
-    from a3c_course.optim import SharedAdam
+    from a3c_course.a3c.optim import SharedAdam
 
     optimizer = SharedAdam(shared.parameters(), lr=config.lr)
     counter, updates = mp.get_context("fork").Value("q", 0), mp.get_context("fork").Value("q", 0)
@@ -408,7 +408,7 @@ def test_the_learning_rate_anneals_linearly_to_zero_when_asked():
 def test_worker_loop_stops_when_the_stop_event_is_set():
     config = TrainConfig(game="CartPole-v1", rollout_steps=5)
     shared = ActorCritic((4,), 2, hidden_size=8).share_memory()
-    from a3c_course.optim import SharedAdam
+    from a3c_course.a3c.optim import SharedAdam
 
     stop = threading.Event()
     stop.set()

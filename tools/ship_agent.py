@@ -9,7 +9,7 @@
 agent: takes the run's best.pt (the evaluated weights with the best mean; checkpoint.pt with
     --last; with --select K, the best of the K snapshots whose training evaluations scored highest,
     re-scored on --select-episodes games of other seeds than the card's), stores its weights in
-    float16 as a3c_course/data/<game>.pt, evaluates that file with `a3c_course.evaluate` (the code
+    float16 as a3c_course/data/<game>.pt, evaluates that file with `a3c_course.training.evaluate` (the code
     behind `a3c-course evaluate`) over --episodes games under the course's protocol (sticky actions
     0.25) and again in the deterministic game (sticky actions 0), and writes the card
     a3c_course/data/<game>.json: the training command, seed, versions, machine, training time and
@@ -34,18 +34,18 @@ from pathlib import Path
 import torch
 
 import a3c_course
-from a3c_course.checkpoint import (
+from a3c_course.a3c.envs import STICKY_ACTIONS
+from a3c_course.lessons.reference import SUFFIX
+from a3c_course.measure.throughput import machine_description
+from a3c_course.training.checkpoint import (
     BEST_CHECKPOINT_NAME,
     CHECKPOINT_NAME,
     load_checkpoint,
     model_from_checkpoint,
     save_checkpoint,
 )
-from a3c_course.envs import STICKY_ACTIONS
-from a3c_course.evaluate import evaluate
-from a3c_course.reference import SUFFIX
-from a3c_course.throughput import machine_description
-from a3c_course.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
+from a3c_course.training.evaluate import evaluate
+from a3c_course.training.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
 
 DATA = Path(a3c_course.__file__).parent / "data"
 

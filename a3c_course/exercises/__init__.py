@@ -1,5 +1,0 @@
-"""Checks and hints for the course's exercises, one module per unit."""
-
-from a3c_course.exercises.core import Case, check_cases, close, report, show_hints
-
-__all__ = ["Case", "check_cases", "close", "report", "show_hints"]

@@ -1,0 +1,337 @@
+"""Unit 3's figures, and its CartPole testbed (a3c_course.lessons.figures.cartpole_testbed, re-exported).
+
+The testbed: a fixed stochastic policy on CartPole-v1, true values V(s) and Q(s, a) by Monte-Carlo
+averaging (Gymnasium's vectorised CartPole plays hundreds of thousands of copies at once), and an
+imperfect critic (the truth, plus a bias of 1 and a fixed wiggly error of the state). The figures
+return a matplotlib Figure made without pyplot, so that a notebook shows each one exactly once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+from a3c_course.lessons.figures.cartpole_testbed import (  # noqa: F401  the notebook uses figs.<name>
+    CRITIC_BIAS,
+    CRITIC_NOISE,
+    GAMMA,
+    LAMBDAS,
+    POLICY_WEIGHTS,
+    BiasVariance,
+    bias_variance_experiment,
+    cartpoles_at,
+    critic,
+    n_step_target,
+    policy_actions,
+    prob_right,
+    record_episodes,
+    sampled_returns,
+    true_values,
+)
+
+# ------------------------------------------------------------------ figures
+
+
+def _axes(width, height):
+    fig = Figure(figsize=(width, height))
+    return fig, fig.subplots()
+
+
+def plot_discount_weights(gammas=(0.5, 0.9, 0.99)):
+    """gamma^k against k for a few gammas, each with its horizon 1/(1 - gamma); prints the table."""
+    k = np.arange(301)
+    fig, ax = _axes(8, 3.2)
+    print("gamma   horizon 1/(1-gamma)   weight at the horizon   weight after 100 steps")
+    for gamma, colour in zip(gammas, ["tab:red", "tab:orange", "tab:blue"], strict=False):
+        horizon = 1 / (1 - gamma)
+        ax.plot(k, gamma**k, color=colour, label=f"$\\gamma$ = {gamma}")
+        ax.axvline(horizon, color=colour, linestyle=":")
+        print(f"{gamma:<7} {horizon:>8.0f} steps {gamma**horizon:>18.2f} {gamma**100:>24.1e}")
+    ax.set(
+        xlabel="steps ahead k",
+        ylabel="weight $\\gamma^k$",
+        title="Discount weights (dotted: the horizon 1/(1-$\\gamma$))",
+    )
+    ax.legend()
+    return fig
+
+
+def show_discount(gamma):
+    """One gamma's weights, the first 1/(1 - gamma) steps shaded (for a slider)."""
+    horizon = 1 / (1 - gamma)
+    k = np.arange(int(4 * horizon) + 2)
+    fig, ax = _axes(8, 3)
+    ax.plot(k, gamma**k)
+    near = k <= horizon
+    ax.fill_between(k[near], gamma ** k[near], alpha=0.3, label="the first 1/(1-$\\gamma$) steps")
+    ax.axvline(horizon, color="k", linestyle=":")
+    weight = gamma**horizon
+    title = f"$\\gamma$ = {gamma:.3f}: horizon {horizon:.0f} steps, weight {weight:.2f} there"
+    ax.set(xlabel="steps ahead k", ylabel="$\\gamma^k$", ylim=(0, 1.05), title=title)
+    ax.legend()
+    return fig
+
+
+def plot_values(v_true, v_hat):
+    """One episode's true values and the critic's."""
+    fig, ax = _axes(8, 3)
+    ax.plot(v_true, "k-", label="true value $V^\\pi(s_t)$ (Monte-Carlo)")
+    ax.plot(v_hat, "o-", color="tab:purple", markersize=3, label="critic $\\hat V(s_t)$")
+    title = "One recorded episode: true values and our critic"
+    ax.set(xlabel="step t", ylabel="value", title=title)
+    ax.legend()
+    return fig
+
+
+def plot_estimates(rewards, v_true, v_hat):
+    """Monte-Carlo, one-step TD and 5-step estimates along one episode that ended by a game over."""
+    steps = len(rewards)
+    ended = np.arange(steps) == steps - 1
+    next_v_hat = np.append(v_hat[1:], 0.0)  # V-hat(s_{t+1}); unused after the terminal step
+    fig, ax = _axes(8, 3.2)
+    ax.plot(v_true, "k-", linewidth=3, alpha=0.3, label="true $V^\\pi(s_t)$")
+    for name, n, style in [
+        ("Monte-Carlo $G_t$", None, "-"),
+        ("one-step TD", 1, "--"),
+        ("5-step return", 5, ":"),
+    ]:
+        estimate = [n_step_target(rewards, next_v_hat, ended, t, n) for t in range(steps)]
+        ax.plot(estimate, style, label=name)
+    ax.set(xlabel="step t", ylabel="estimate of the return", title="Estimates along one episode")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_gae_weights(lambdas=(0.5, 0.9, 0.95), steps_left=20):
+    """GAE's weights (1 - lam) lam^(n-1) on the n-step advantages; the last takes what remains."""
+    n = np.arange(1, steps_left + 1)
+    fig, ax = _axes(8, 3)
+    for lam, colour in zip(lambdas, ["tab:red", "tab:orange", "tab:blue"], strict=False):
+        weights = (1 - lam) * lam ** (n - 1)
+        weights[-1] = lam ** (steps_left - 1)  # all the remaining weight: the longest advantage
+        label = f"$\\lambda$ = {lam} (sum {weights.sum():.2f})"
+        ax.plot(n, weights, "o-", color=colour, markersize=3, label=label)
+    ax.set(
+        xlabel="n (steps of real rewards)",
+        ylabel="weight of $\\hat A^{(n)}_t$",
+        title=f"GAE's weights on the n-step advantages, {steps_left} steps left in the rollout",
+    )
+    ax.legend()
+    return fig
+
+
+def plot_bias_variance(result: BiasVariance):
+    """Bias squared, variance and their sum (the mean squared error) against lambda."""
+    fig, ax = _axes(8, 3.5)
+    _draw_bias_variance(ax, result)
+    ax.set(
+        ylabel="squared error of $\\hat Q_\\lambda$",
+        title="GAE on CartPole with an imperfect critic: bias falls, variance grows",
+    )
+    ax.axvline(result.lambdas[result.mse.argmin()], color="grey", linestyle=":")
+    return fig
+
+
+def _draw_bias_variance(ax, result, small=False):
+    ax.plot(
+        result.lambdas,
+        result.bias**2,
+        "o-",
+        label="bias$^2$" if small else "bias$^2$ (critic error that leaks in)",
+    )
+    ax.plot(
+        result.lambdas,
+        result.variance,
+        "s-",
+        label="variance" if small else "variance (randomness of the future)",
+    )
+    ax.plot(result.lambdas, result.mse, "k--", label="mean squared error")
+    ax.set(xlabel="$\\lambda$")
+    ax.legend(fontsize=8 if small else None)
+
+
+def show_lambda(result: BiasVariance, lam):
+    """The distribution of the errors Q-hat_lambda - Q for one lambda, beside the curves."""
+    i = int(np.argmin(np.abs(result.lambdas - lam)))
+    everything = result.errors.ravel()
+    bins = np.linspace(np.percentile(everything, 0.5), np.percentile(everything, 99.5), 50)
+    fig = Figure(figsize=(10, 3.2))
+    left, right = fig.subplots(1, 2)
+    errors = result.errors[i].ravel()
+    left.hist(errors, bins=bins, color="tab:blue", alpha=0.7)
+    left.axvline(0, color="k")
+    left.axvline(errors.mean(), color="tab:red", linestyle="--", label=f"mean {errors.mean():+.2f}")
+    left.set(
+        xlabel="$\\hat Q_\\lambda - Q^\\pi$",
+        ylabel="rollouts",
+        title=f"$\\lambda$ = {result.lambdas[i]:.2f}",
+    )
+    left.legend()
+    _draw_bias_variance(right, result, small=True)
+    right.axvline(result.lambdas[i], color="tab:red")
+    return fig
+
+
+def draw_rollout_timeline():
+    """A 20-step rollout holding three episodes: one terminated, one truncated, one cut."""
+    fig, ax = _axes(11, 3.2)
+    for first, last, colour, name in [
+        (0, 5, "tab:blue", "episode 1"),
+        (6, 13, "tab:green", "episode 2"),
+        (14, 19, "tab:purple", "episode 3"),
+    ]:
+        for t in range(first, last + 1):
+            ax.add_patch(Rectangle((t, 0), 0.9, 1, color=colour, alpha=0.35))
+            ax.text(t + 0.45, 0.5, str(t), ha="center", va="center", fontsize=8)
+        ax.text((first + last + 0.9) / 2, 1.15, name, ha="center", color=colour)
+        for t in range(first + 1, last + 1):  # the recursion A_t <- A_{t+1}, inside an episode
+            arrow = FancyArrowPatch(
+                (t + 0.3, -0.25), (t - 0.3, -0.25), arrowstyle="->", mutation_scale=8, color="grey"
+            )
+            ax.add_patch(arrow)
+    for t, colour, label in [
+        (5, "tab:red", "terminated:\nno bootstrap\n$r_5 + 0$"),
+        (
+            13,
+            "tab:orange",
+            "truncated (time limit):\nbootstrap\n$r_{13} + \\gamma \\hat V(s^{final})$",
+        ),
+        (19, "tab:green", "rollout cut:\nbootstrap\n$r_{19} + \\gamma \\hat V(s_{20})$"),
+    ]:
+        ax.plot([t + 0.95, t + 0.95], [-0.5, 1.5], color=colour, linewidth=2.5)
+        ax.text(t + 1.0, 1.55, label, color=colour, fontsize=9, va="bottom", ha="center")
+    for t in (5, 13):
+        ax.text(
+            t + 0.95,
+            -0.25,
+            "x",
+            color="tab:red",
+            ha="center",
+            va="center",
+            fontsize=13,
+            fontweight="bold",
+        )
+    ax.text(
+        0,
+        -0.6,
+        "grey arrows: the GAE recursion $\\hat A_t = \\delta_t + \\gamma\\lambda "
+        "\\hat A_{t+1}$; it stops (x) where an episode ends: $(1 - \\mathrm{done}_t) = 0$",
+        fontsize=9,
+        va="top",
+    )
+    ax.set(xlim=(-0.3, 21.5), ylim=(-1.0, 2.7))
+    ax.axis("off")
+    return fig
+
+
+def plot_time_limit_targets(v_true, bootstrapped, as_game_over, limit):
+    """The critic's targets on an episode cut by a time limit, handled both ways."""
+    fig, ax = _axes(8, 3)
+    ax.plot(v_true, "k-", linewidth=3, alpha=0.3, label="true $V^\\pi(s_t)$ (the game goes on)")
+    ax.plot(
+        bootstrapped,
+        "o-",
+        markersize=3,
+        color="tab:green",
+        label="return target, truncated: bootstrap",
+    )
+    ax.plot(
+        as_game_over,
+        "s-",
+        markersize=3,
+        color="tab:red",
+        label="return target, time limit as game over",
+    )
+    ax.set(
+        xlabel="step t",
+        ylabel="target for $\\hat V(s_t)$",
+        title=f"An episode cut by a {limit}-step time limit",
+    )
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ------------------------------------------------------------------ the policy gradient
+
+
+def after_one_step(advantage, logits=(0.5, 0.0, -0.5), learning_rate=0.5):
+    """pi after one gradient step on -advantage * log pi(a=0 | s), from the given logits."""
+    z = torch.tensor(logits, requires_grad=True)
+    (-advantage * torch.log_softmax(z, dim=0)[0]).backward()
+    with torch.no_grad():
+        return torch.softmax(z - learning_rate * z.grad, dim=0)
+
+
+def baseline_samples(n=10_000, seed=0):
+    """Samples of the policy gradient for the better action's logit, in a one-state game with two
+    actions (pi = 1/2 each) whose returns are N(10, 1) and N(11, 1): weighted by the return G, and
+    by G - V with the baseline V = 10.5. Returns (with_return, with_advantage)."""
+    rng = np.random.default_rng(seed)
+    better = rng.random(n) < 0.5  # the action taken: the better one (returns 11) or not
+    g = rng.normal(np.where(better, 11.0, 10.0), 1.0)
+    grad_log_pi = np.where(better, 0.5, -0.5)  # d log pi(a) / d z_better = 1[a=better] - pi
+    return grad_log_pi * g, grad_log_pi * (g - 10.5)
+
+
+def plot_policy_gradient():
+    """Left: one step on -A log pi(a_0|s) for A = +2 and -2. Right: the gradient samples with and
+    without the baseline: the same mean, a far smaller spread."""
+    fig = Figure(figsize=(10, 3.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    bars = [
+        (torch.softmax(torch.tensor([0.5, 0.0, -0.5]), 0), "before"),
+        (after_one_step(2.0), "after, $\\hat A = +2$"),
+        (after_one_step(-2.0), "after, $\\hat A = -2$"),
+    ]
+    for offset, (probs, label) in zip((-0.27, 0, 0.27), bars, strict=True):
+        left.bar(np.arange(3) + offset, probs.numpy(), 0.27, label=label)
+    left.set(
+        xticks=range(3),
+        xticklabels=["a=0 (taken)", "a=1", "a=2"],
+        ylabel="$\\pi(a|s)$",
+        title="One gradient step on $-\\hat A \\log \\pi(a_0|s)$",
+    )
+    left.legend(fontsize=8)
+    with_return, with_advantage = baseline_samples()
+    bins = np.linspace(-8, 8, 81)
+    for samples, colour, name in [
+        (with_return, "tab:red", "weight $G$ (no baseline)"),
+        (with_advantage, "tab:green", "weight $G - V$"),
+    ]:
+        label = f"{name}: mean {samples.mean():.2f}, std {samples.std():.2f}"
+        counts, _, _ = right.hist(samples, bins=bins, color=colour, alpha=0.6, label=label)
+    right.axvline(0.25, color="k", linestyle=":", label="true gradient 0.25")
+    right.set_ylim(0, 1.45 * counts.max())  # room for the legend above the humps
+    right.set(
+        xlabel="one sample of the gradient for the better action's logit",
+        ylabel="samples",
+        title="The baseline: same mean, far less noise",
+    )
+    right.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def plot_gradient_clipping(before, clipped, clamped):
+    """A gradient's first two entries: rescaled to norm 40 (direction kept), clamped to [0, 40]."""
+    fig, ax = _axes(4.5, 4.5)
+    ax.add_patch(Circle((0, 0), 40, fill=False, linestyle=":", color="grey"))
+    for vector, colour, label in [
+        (before, "k", "gradient"),
+        (clipped, "tab:green", "clip_grad_norm_ (norm 40)"),
+        (clamped, "tab:red", "clamp(0, 40)"),
+    ]:
+        tip = (float(vector[0]), float(vector[1]))
+        ax.annotate("", xy=tip, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
+        ax.plot([], [], color=colour, label=label)
+    ax.set(
+        xlim=(-50, 50),
+        ylim=(-50, 50),
+        aspect="equal",
+        xlabel="$g_1$",
+        ylabel="$g_2$",
+        title="The first two gradient entries",
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    return fig

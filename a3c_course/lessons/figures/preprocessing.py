@@ -1,0 +1,253 @@
+"""Unit 1's figures and harnesses: the goal, frames, resizing, flicker, a scripted player.
+
+Each function draws or computes what one cell of notebooks/01_env_preprocessing.ipynb shows, so
+the cell reads in a few lines. Figures are returned (matplotlib Figure), not shown: the notebook
+displays the cell's last value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import cv2
+import matplotlib.pyplot as plt
+import numpy as np
+
+LUMA = np.array([0.299, 0.587, 0.114])  # ITU-R BT.601, as ALE's grey screen and OpenCV
+# Breakout's screen below the bricks and above the paddle, inside the side walls: there the ball
+# is the only thing drawn, so its pixels are the non-black ones.
+BALL_ROWS, BALL_COLUMNS = slice(93, 189), slice(8, 152)
+
+
+# -- the goal --------------------------------------------------------------------------------------
+
+
+def plot_goal_curves(games: Sequence[str] | None = None, by: str = "minutes"):
+    """One panel per game with shipped reference runs: the band of the course's runs' training
+    scores (min to max, median line) against wall-clock minutes or agent steps."""
+    from a3c_course.lessons.reference import plot_reference, reference_games, reference_runs
+
+    games = list(games or reference_games())
+    figure, axes = plt.subplots(1, len(games), figsize=(6.4 * len(games), 3.4), squeeze=False)
+    for ax, game in zip(axes[0], games, strict=True):
+        plot_reference(game=game, by=by, ax=ax)
+        runs = len(reference_runs(game))
+        ax.set_title(f"{game}: the training score of the course's {runs} runs")
+    plt.close(figure)
+    return figure
+
+
+# -- frames ----------------------------------------------------------------------------------------
+
+
+def show_frame(frame: np.ndarray, rows: tuple[int, int]):
+    """The raw screen with dashed lines at the first and last row the course keeps."""
+    figure, ax = plt.subplots(figsize=(3.2, 4.2))
+    ax.imshow(frame)
+    for row in rows:
+        ax.axhline(row - 0.5, color="white", linestyle="--", linewidth=1)
+    ax.set(title=f"raw frame {frame.shape}", xlabel="column", ylabel="row")
+    plt.close(figure)
+    return figure
+
+
+def plot_images(images: Sequence[np.ndarray], titles: Sequence[str], width: float = 2.4):
+    """Images side by side, grey ones on a fixed scale (0-255 for bytes, 0-1 for floats)."""
+    figure, axes = plt.subplots(1, len(images), figsize=(width * len(images), 3.2), squeeze=False)
+    for ax, image, title in zip(axes[0], images, titles, strict=True):
+        image = np.squeeze(image)
+        white = 255 if image.dtype == np.uint8 else 1.0
+        ax.imshow(image, cmap=None if image.ndim == 3 else "gray", vmin=0, vmax=white)
+        ax.set_title(title, fontsize=9)
+        ax.axis("off")
+    plt.close(figure)
+    return figure
+
+
+# -- resizing: what becomes of the ball --------------------------------------------------------
+
+
+def grey_of(frame: np.ndarray) -> np.ndarray:
+    """The luminance of an RGB screen, rounded to bytes."""
+    return np.round(frame @ LUMA).astype(np.uint8)
+
+
+def ball_mask(grey: np.ndarray) -> np.ndarray:
+    """Breakout: True on the ball's pixels while it flies between the bricks and the paddle."""
+    mask = np.zeros(grey.shape, bool)
+    mask[BALL_ROWS, BALL_COLUMNS] = grey[BALL_ROWS, BALL_COLUMNS] > 0
+    return mask
+
+
+def ball_trace(
+    grey: np.ndarray, rows: tuple[int, int], interpolation: int, size: int = 42
+) -> float | None:
+    """How bright the ball comes out in the small picture (0 to 1; 0: lost), or None when it is
+    not in flight. The trace is the largest change the ball makes: the picture with the ball
+    minus the picture with the ball painted black."""
+    mask = ball_mask(grey)
+    if not mask.any():
+        return None
+    erased = np.where(mask, 0, grey).astype(np.uint8)
+    top, bottom = rows
+    small = [
+        cv2.resize(g[top:bottom], (size, size), interpolation=interpolation).astype(int)
+        for g in (grey, erased)
+    ]
+    return float((small[0] - small[1]).max()) / 255
+
+
+def plot_resizing(
+    greys: Sequence[np.ndarray],
+    rows: tuple[int, int],
+    first_step: int = 0,
+    size: int = 42,
+    half: int = 6,
+):
+    """Consecutive grey frames (the first is step `first_step`) resized two ways (top: INTER_AREA,
+    bottom: INTER_NEAREST), each shown as the (2 half + 1)-pixel square of the small picture around
+    the ball, with a circle on the ball: a lost ball leaves the circle empty."""
+    methods = {"INTER_AREA": cv2.INTER_AREA, "INTER_NEAREST": cv2.INTER_NEAREST}
+    figure, axes = plt.subplots(
+        2, len(greys), figsize=(1.3 * len(greys), 3.0), squeeze=False, layout="constrained"
+    )
+    top, bottom = rows
+    for column, grey in enumerate(greys):
+        ball_y, ball_x = np.argwhere(ball_mask(grey)).mean(axis=0)
+        y, x = (ball_y - top + 0.5) * size / (bottom - top), (ball_x + 0.5) * size / grey.shape[1]
+        y0, x0 = int(y) - half, int(x) - half  # the square's corner, in small-picture pixels
+        for row, (name, method) in enumerate(methods.items()):
+            small = cv2.resize(grey[top:bottom], (size, size), interpolation=method)
+            padded = np.pad(small, half)  # black beyond the edges
+            ax = axes[row, column]
+            ax.imshow(padded[y0 + half : y0 + 3 * half + 1, x0 + half : x0 + 3 * half + 1],
+                      cmap="gray", vmin=0, vmax=255)  # fmt: skip
+            ax.add_patch(plt.Circle((x - x0 - 0.5, y - y0 - 0.5), 1.8, fill=False, color="tab:red"))
+            ax.set_xticks([]), ax.set_yticks([])
+            ax.set_title(f"step {first_step + column}" if row == 0 else "", fontsize=8)
+            if column == 0:
+                ax.set_ylabel(name, fontsize=8)
+    plt.close(figure)
+    return figure
+
+
+# -- flicker ---------------------------------------------------------------------------------------
+
+
+def plot_flicker(
+    screens: Sequence[np.ndarray], times: Sequence[int], strip=(slice(100, 200), slice(20, 80))
+):
+    """Top row: the frames at `times`, one at a time; bottom row: the pixel-wise maximum of each
+    frame and the one before it. `strip` is the (rows, columns) part of the screen to show."""
+    figure, axes = plt.subplots(2, len(times), figsize=(1.5 * len(times), 4.2), squeeze=False)
+    for i, t in enumerate(times):
+        axes[0, i].imshow(screens[t][strip])
+        axes[0, i].set_title(f"frame {t}", fontsize=9)
+        axes[1, i].imshow(np.maximum(screens[t - 1], screens[t])[strip])
+        axes[1, i].set_title(f"max({t - 1}, {t})", fontsize=9)
+    for ax in axes.flat:
+        ax.axis("off")
+    plt.close(figure)
+    return figure
+
+
+# -- a scripted Breakout player and what it plays ----------------------------------------------
+
+
+def follow_the_ball(env, offset: int = 8) -> Callable:
+    """A Breakout player that cheats: it reads the ball's and the paddle's x from the console's
+    RAM (bytes 99 and 72) and moves the paddle under the ball. It learns nothing; it plays well."""
+
+    def policy(_observation):
+        ram = env.unwrapped.ale.getRAM()
+        target, paddle = int(ram[99]) - offset, int(ram[72])
+        return 2 if paddle < target - 3 else 3 if paddle > target + 3 else 0  # RIGHT, LEFT, NOOP
+
+    return policy
+
+
+def play_game(env, policy: Callable, seed: int) -> dict:
+    """One whole game: the actions taken, the lives and the (clipped) reward after each step, the
+    final info (info["episode"]: the raw score r and the length l) and how it ended (terminated,
+    truncated)."""
+    obs, info = env.reset(seed=seed)
+    game = {"actions": [], "lives": [info["lives"]], "rewards": []}
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = policy(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        game["actions"].append(action)
+        game["lives"].append(info["lives"])
+        game["rewards"].append(float(reward))
+    game.update(info=info, terminated=terminated, truncated=truncated)
+    return game
+
+
+def blind_replay(actions: Sequence[int], seed: int, **options) -> float:
+    """Replay a list of actions without looking at the screen on a fresh Breakout game
+    (make_env options: sticky_actions, noop_max); return the raw score when the actions run out
+    or the game ends."""
+    from a3c_course.a3c.envs import make_env
+
+    env = make_env("breakout", **options)
+    env.reset(seed=seed)
+    for action in actions:
+        *_, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return float(info["episode"]["r"])
+    return float(env.get_wrapper_attr("episode_returns"))
+
+
+def plot_lives(lives: Sequence[int], rewards: Sequence[float]):
+    """The lives left and the clipped return (divided by 10) through one game."""
+    figure, ax = plt.subplots(figsize=(7, 2.6))
+    ax.plot(lives, label="lives (info['lives'])")
+    ax.plot(np.concatenate([[0.0], np.cumsum(rewards)]) / 10, label="clipped return / 10")
+    ax.set_xlabel("agent step")
+    ax.legend()
+    plt.close(figure)
+    return figure
+
+
+def observations_of(policy_name: str, steps: int = 300, seed: int = 1) -> list[np.ndarray]:
+    """The course's observations of `steps` Breakout steps by the "scripted" or a "random" player
+    (a new game after each game over): what one worker's normaliser would be fed."""
+    from a3c_course.a3c.envs import make_env
+
+    env = make_env("breakout", seed=seed)
+    policy = (
+        follow_the_ball(env) if policy_name == "scripted" else lambda _: env.action_space.sample()
+    )
+    obs, _ = env.reset(seed=seed)
+    seen = []
+    for _ in range(steps):
+        seen.append(obs)
+        obs, _, terminated, truncated, _ = env.step(policy(obs))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    return seen
+
+
+# -- scrubbing through a recorded episode ----------------------------------------------------------
+
+
+def scrub(episode, start: int = 40):
+    """A slider over a recorded episode (a3c_course.lessons.video.Episode): the screen on the left, the
+    agent's 42x42 observation on the right. Needs a live kernel."""
+    import ipywidgets as widgets
+
+    slider = widgets.IntSlider(
+        value=start, min=0, max=episode.length, description="step", layout={"width": "420px"}
+    )
+
+    def draw(step):
+        figure = plot_images(
+            [episode.frames[step], episode.observations[step]],
+            [f"screen at step {step}", "what the agent sees (42x42)"],
+            width=3.2,
+        )
+        from IPython.display import display
+
+        display(figure)
+
+    return widgets.VBox([slider, widgets.interactive_output(draw, {"step": slider})])

@@ -1,0 +1,175 @@
+"""A parameter server's limits on paper: how many workers one server can feed, from measured costs.
+
+Each update moves one gradient to the server and one set of weights back (cluster.py), and costs
+the server the time to apply the gradient and to copy the weights for the answer. One server
+then saturates at the first of two limits:
+
+    compute: 1 / (apply_s + reply_s) updates/s
+    network: link bytes/s / model_bytes updates/s (full duplex: gradients in and weights out
+             travel in opposite directions, so each direction carries one model per update)
+
+A worker makes worker_steps_per_s / steps_per_update updates/s, so the limit in workers is the
+limit in updates/s divided by that, and the cluster's agent steps/s at saturation is the limit in
+updates/s times steps_per_update.
+
+What would raise the limits:
+- k shards (each parameter on one of k servers, every worker talking to all of them): each shard
+  applies and sends 1/k of the model, so both limits grow k times;
+- weights sent every m-th update instead of every one: the copy for the answer shrinks to 1/m
+  (compute limit), but the gradients still arrive in full at every update, so the network limit
+  does not move; the gradients' staleness grows, by up to m - 1 of the worker's own updates.
+
+    model = ScalingModel(apply_s=2e-3, reply_s=1e-3, model_bytes=600_000,
+                         worker_steps_per_s=1_400, steps_per_update=160)
+    model.max_workers(gbit_per_s=1.0)     # where one server saturates on a 1 Gbit/s link
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+
+from a3c_course.training.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class ScalingModel:
+    apply_s: float  # the server's time to apply one gradient (measured)
+    reply_s: float  # its time to copy the weights for the answer (measured)
+    model_bytes: int  # one gradient, or one set of weights
+    worker_steps_per_s: float  # one worker's agent steps/s (measured)
+    steps_per_update: int  # envs_per_worker x rollout_steps
+    shards: int = 1
+    weights_every: int = 1  # the server answers with the weights every this many updates
+
+    def __post_init__(self) -> None:
+        for name in ("apply_s", "reply_s", "worker_steps_per_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("model_bytes", "steps_per_update", "shards", "weights_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_costs(
+        cls, costs: dict[str, float], worker_steps_per_s: float, config: TrainConfig
+    ) -> ScalingModel:
+        """The model of config's network from measure_server_costs' output and one worker's speed."""
+        return cls(
+            apply_s=costs["apply_s"],
+            reply_s=costs["reply_s"],
+            model_bytes=int(costs["model_bytes"]),
+            worker_steps_per_s=worker_steps_per_s,
+            steps_per_update=config.envs_per_worker * config.rollout_steps,
+        )
+
+    @property
+    def updates_per_worker(self) -> float:
+        """Updates/s one worker sends."""
+        return self.worker_steps_per_s / self.steps_per_update
+
+    @property
+    def compute_limit(self) -> float:
+        """Updates/s the server(s) can apply and answer."""
+        per_update = self.apply_s + self.reply_s / self.weights_every
+        return self.shards / per_update
+
+    def network_limit(self, gbit_per_s: float) -> float:
+        """Updates/s the server's link carries (the gradients' direction: they arrive every time)."""
+        if not gbit_per_s > 0:
+            raise ValueError(f"gbit_per_s must be positive, got {gbit_per_s!r}")
+        return self.shards * gbit_per_s * 1e9 / 8 / self.model_bytes
+
+    def limit(self, gbit_per_s: float) -> float:
+        """Updates/s at saturation: the smaller of the two limits."""
+        return min(self.compute_limit, self.network_limit(gbit_per_s))
+
+    def bottleneck(self, gbit_per_s: float) -> str:
+        return "compute" if self.compute_limit <= self.network_limit(gbit_per_s) else "network"
+
+    def max_workers(self, gbit_per_s: float) -> float:
+        """Workers one server (or its shards) can feed before it saturates."""
+        return self.limit(gbit_per_s) / self.updates_per_worker
+
+    def max_steps_per_s(self, gbit_per_s: float) -> float:
+        """The cluster's agent steps/s at saturation."""
+        return self.limit(gbit_per_s) * self.steps_per_update
+
+    def sharded(self, shards: int) -> ScalingModel:
+        return replace(self, shards=shards)
+
+    def sending_weights_every(self, updates: int) -> ScalingModel:
+        return replace(self, weights_every=updates)
+
+
+def limits_table(model: ScalingModel, gbits: tuple[float, ...] = (1.0, 10.0)) -> str:
+    """A markdown table: one server, 4 shards and weights every 4th update, on each link speed:
+    what binds, and the workers and agent steps/s at saturation."""
+    variants = {
+        "one server": model,
+        "4 shards": model.sharded(4),
+        "weights every 4th update": model.sending_weights_every(4),
+    }
+    lines = [
+        "| server | link | binds first | workers at saturation | agent steps/s then |",
+        "|---|---|---|---|---|",
+    ]
+    for name, variant in variants.items():
+        for gbit in gbits:
+            lines.append(
+                f"| {name} | {gbit:g} Gbit/s | {variant.bottleneck(gbit)} | "
+                f"{variant.max_workers(gbit):,.0f} | {variant.max_steps_per_s(gbit):,.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def seconds_each(call: Callable[[], object], times: int) -> float:
+    """The mean wall time of `times` calls."""
+    started = time.perf_counter()
+    for _ in range(times):
+        call()
+    return (time.perf_counter() - started) / times
+
+
+def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip: bool = True):
+    """What a parameter server (cluster.ParameterServer) spends per update on config's network:
+    apply_s to apply one gradient, reply_s to copy the weights for the answer (both in this
+    process), and round_trip_s, a whole push through Ray to a server actor on this machine
+    (serialisation both ways included; only with ray_round_trip, which starts Ray for the
+    measurement); model_bytes, the size of one gradient or one set of weights."""
+    from a3c_course.a3c.worker import apply_gradient
+    from a3c_course.training.ray_backend import (  # Ray is an optional extra
+        ParameterServer,
+        ServerActor,
+    )
+    from a3c_course.training.trainer import build_shared_model
+
+    model = build_shared_model(config)
+    weights = [p.detach().clone() for p in model.parameters()]
+    grads = [torch.randn_like(p) for p in model.parameters()]
+    server = ParameterServer(config, model.architecture, weights, None, 0)
+    costs = {
+        "model_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+        "apply_s": seconds_each(
+            lambda: apply_gradient(server.model, server.optimizer, grads, config.lr), updates
+        ),
+        "reply_s": seconds_each(server.pull, updates),
+    }
+    if ray_round_trip:
+        import ray
+
+        from a3c_course.training.ray_backend import start_ray
+
+        start_ray()
+        try:
+            actor = ray.remote(ServerActor).remote(config, model.architecture, weights, None, 0)
+            ray.get(actor.pull.remote())  # the actor is up
+            costs["round_trip_s"] = seconds_each(
+                lambda: ray.get(actor.push.remote(grads, 0, 0)), updates
+            )
+        finally:
+            ray.shutdown()
+    return costs
