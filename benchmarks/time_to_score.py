@@ -40,18 +40,13 @@ import sys
 from pathlib import Path
 
 from a3c_course.a3c.envs import is_atari
-from a3c_course.cli.train import field_type
+from a3c_course.cli.train import flag_type
 from a3c_course.lessons.reports import plot_learning_curve, save_figure
 from a3c_course.measure.throughput import machine_description, summarize
 from a3c_course.training.config import PRESETS, TrainConfig, preset
 from a3c_course.training.evaluate import score_snapshots
-from a3c_course.training.trainer import (
-    CONFIG_NAME,
-    METRICS_NAME,
-    SNAPSHOTS_NAME,
-    read_metrics,
-    train,
-)
+from a3c_course.training.run_record import CONFIG_NAME, METRICS_NAME, SNAPSHOTS_NAME, read_metrics
+from a3c_course.training.trainer import train
 
 FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator frames
 # Defaults that differ from TrainConfig's: the target (Pong +18 over 10 evaluation episodes),
@@ -95,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
-            type=field_type(f.type)[0],
+            type=flag_type(f.name),
             default=argparse.SUPPRESS,
             help=help_text[f.name] + ("" if "default:" in help_text[f.name] else default),
         )

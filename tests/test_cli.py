@@ -113,6 +113,7 @@ def test_the_installed_command_reports_user_errors_without_a_traceback():
     assert done.stderr == "a3c-course train: error: workers must be an integer >= 1, got 0\n"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_ctrl_c_stops_training_leaves_no_process_and_saves(tmp_path):
     """Ctrl-C in a terminal sends SIGINT to every process of the group: the children ignore it,
@@ -197,3 +198,50 @@ def test_the_ray_backend_without_ray_installed_is_a_one_line_error(monkeypatch, 
     assert main(["train", "--backend", "ray", "--game", "CartPole-v1", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'a3c-course[cluster]'" in err
+
+
+def train_parser():
+    import argparse
+
+    from a3c_course.cli.main import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return commands.choices["train"]
+
+
+def test_every_field_is_a_flag_with_its_aliases_help_and_choices(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    squashed = "".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere
+    actions = {action.dest: action for action in train_parser()._actions}
+    for name, setting in TrainConfig.settings().items():
+        action = actions[name]
+        assert action.option_strings == [*setting.aliases, "--" + name.replace("_", "-")]
+        assert tuple(action.choices or ()) == setting.options(), name
+        assert action.metavar == (None if setting.choices else setting.metavar), name
+        for text in (*action.option_strings, setting.help, setting.none_means):
+            assert "".join(text.split()) in squashed, (name, text)
+        if setting.choices:
+            assert "{" + ",".join(setting.options()) + "}" in squashed, name
+
+
+@pytest.mark.parametrize("name", list(TrainConfig.settings()))
+def test_each_flag_reads_its_field_values_as_the_config_takes_them(name, capsys):
+    """The default, written out, reads back as itself and makes the same config; 'none' is None
+    exactly where None is allowed; a choice field's flag refuses what is not a choice."""
+    from a3c_course.cli.train import config_from_args
+
+    setting = TrainConfig.settings()[name]
+    flag = "--" + name.replace("_", "-")
+    default = getattr(TrainConfig(), name)
+    text = "none" if default is None else str(default)
+    text = text.lower() if setting.kind is bool else text
+    args = train_parser().parse_args([flag, text])
+    assert getattr(args, name) == default and type(getattr(args, name)) is type(default)
+    assert config_from_args(args) == TrainConfig(**{name: default})
+    if setting.optional:
+        assert getattr(train_parser().parse_args([flag, "none"]), name) is None
+    elif setting.kind in (int, float, bool) or setting.choices:
+        with pytest.raises(SystemExit):
+            train_parser().parse_args([flag, "none"])
+        assert flag in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """TrainConfig: the course's defaults, clear errors for invalid values, plain-data round trips."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from a3c_course.training.config import (
     ORIGINAL_COURSE,
     ORIGINAL_WORKER,
+    Setting,
     TrainConfig,
     default_start_method,
 )
@@ -133,3 +135,99 @@ def test_every_field_has_help_text():
     help_text = TrainConfig.field_help()
     assert set(help_text) == set(TrainConfig().to_dict())
     assert all(len(text) > 10 for text in help_text.values())
+
+
+# The settings table: each field's Setting is what validation enforces.
+
+SETTINGS = TrainConfig.settings()
+FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def test_every_field_has_a_complete_setting_that_matches_its_annotation():
+    assert list(SETTINGS) == list(FIELDS)
+    for name, setting in SETTINGS.items():
+        assert isinstance(setting, Setting), name
+        assert len(setting.help) > 10 and "\n" not in setting.help, name
+        assert setting.kind in (int, float, str, bool), name
+        annotation = setting.kind.__name__ + (" | None" if setting.optional else "")
+        assert FIELDS[name].type == annotation, name  # None allowed exactly where annotated
+        assert setting.metavar, name
+        assert all(alias.startswith("--") for alias in setting.aliases), name
+        if setting.kind not in (int, float):
+            assert setting.low is None and setting.high is None and not setting.low_open, name
+        if setting.kind is not str:
+            assert not setting.choices, name
+        if setting.kind is int:
+            assert setting.low is not None, name  # every count has a floor
+        if FIELDS[name].default is None:
+            assert setting.optional, name  # a None default says what None means
+    assert TrainConfig.field_help() == {name: s.help for name, s in SETTINGS.items()}
+
+
+def outside(setting: Setting, bound: float, side: int) -> float:
+    """A value just past a bound (side -1: below low, +1: above high)."""
+    if side < 0 and setting.low_open:
+        return setting.kind(bound)
+    return bound + side * (1 if setting.kind is int else 1e-3)
+
+
+def says_the_bound(text: str, setting: Setting, side: int) -> bool:
+    """Whether an error's wording of what is allowed names the bound on this side."""
+    if side > 0:
+        return f", {setting.high:g}]" in text
+    low = f"{setting.low}" if setting.kind is int else f"{setting.low:g}"
+    if setting.low_open:
+        return f"({low}," in text or f"> {low}" in text or (low == "0" and "positive" in text)
+    return f"[{low}," in text or f">= {low}" in text
+
+
+BOUNDS = [
+    (name, side)
+    for name, setting in SETTINGS.items()
+    for side, bound in ((-1, setting.low), (1, setting.high))
+    if bound is not None
+]
+
+
+@pytest.mark.parametrize("name, side", BOUNDS, ids=[f"{n}{'<>'[s > 0]}" for n, s in BOUNDS])
+def test_each_bound_in_the_table_is_the_bound_validation_enforces(name, side):
+    setting = SETTINGS[name]
+    bound = setting.low if side < 0 else setting.high
+    value = outside(setting, bound, side)
+    with pytest.raises(ValueError) as error:
+        TrainConfig(**{name: value})
+    assert str(error.value) == f"{name} must be {setting.allowed()}, got {value!r}"
+    assert says_the_bound(setting.allowed(), setting, side)
+    # ...and the bound itself (or the smallest step inside an open one) is allowed.
+    inside = bound if not (side < 0 and setting.low_open) else bound + 1e-3
+    assert getattr(TrainConfig(**{name: setting.kind(inside)}), name) == inside
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.kind in (int, float)])
+def test_numbers_reject_bools_infinities_and_text_and_floats_become_floats(name):
+    setting = SETTINGS[name]
+    for wrong in (True, float("inf"), float("nan"), "3", *([2.5] if setting.kind is int else [])):
+        with pytest.raises(ValueError, match=f"^{name} must be "):
+            TrainConfig(**{name: wrong})
+    given = 1 if setting.kind is float else setting.low  # an int, for every number field
+    assert type(getattr(TrainConfig(**{name: given}), name)) is setting.kind  # 1 becomes 1.0
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.choices])
+def test_each_choice_in_the_table_is_accepted_and_nothing_else(name):
+    setting = SETTINGS[name]
+    for choice in setting.options():
+        assert getattr(TrainConfig(**{name: choice}), name) == choice
+    with pytest.raises(ValueError) as error:
+        TrainConfig(**{name: "not-a-choice"})
+    listed = ", ".join(map(repr, setting.options()))
+    assert str(error.value).startswith(f"{name} must be one of {listed}")
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_none_is_allowed_exactly_where_the_table_says_what_it_means(name):
+    if SETTINGS[name].optional:
+        TrainConfig(**{name: None})
+    else:
+        with pytest.raises(ValueError, match=f"^{name} must be .*, got None$"):
+            TrainConfig(**{name: None})

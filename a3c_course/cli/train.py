@@ -1,4 +1,5 @@
-"""`a3c-course train`: every TrainConfig field is a flag; --preset, --resume and the run's report.
+"""`a3c-course train`: every TrainConfig field is a flag (built from its Setting in config.py);
+--preset, --resume and the run's report.
 
 a3c-course train --game pong --workers 2 --minutes 30 --out runs/pong
 """
@@ -8,57 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
-import multiprocessing
 import sys
 from collections.abc import Callable
 
-from a3c_course.a3c.model import ACTIVATIONS
-from a3c_course.a3c.optim import OPTIMIZERS
 from a3c_course.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, check_writable
 from a3c_course.training.checkpoint import CheckpointError, load_checkpoint
-from a3c_course.training.config import (
-    BACKENDS,
-    EVAL_MODES,
-    PRESETS,
-    RAY_MISSING,
-    TrainConfig,
-    preset,
-)
-
-# Short names for the flags people type most; every field also has --its-name-with-dashes.
-FLAG_ALIASES = {
-    "max_minutes": ["--minutes"],
-    "max_steps": ["--steps"],
-    "out_dir": ["--out"],
-    "ray_address": ["--address"],
-}
-CHOICES = {
-    "optimizer": sorted(OPTIMIZERS),
-    "start_method": multiprocessing.get_all_start_methods(),
-    "eval_mode": list(EVAL_MODES),
-    "activation": sorted(ACTIVATIONS),
-    "backend": list(BACKENDS),
-}
-METAVARS = {"game": "GAME", "out_dir": "DIR", "ray_address": "ADDRESS"}
-NONE_MEANS = {  # what `none` means for the optional fields
-    "max_steps": "no limit",
-    "max_minutes": "no limit",
-    "max_episode_steps": "the game's own limit",
-    "target_score": "no target",
-    "ray_address": "Ray on this machine",
-}
-
-
-def _metavar(convert) -> str:
-    return {"int": "N", "float": "X", "boolean": "BOOL"}.get(convert.__name__, "TEXT")
-
-
-def _parse_optional(convert: Callable[[str], object]) -> Callable[[str], object]:
-    def parse(text: str):
-        return None if text.lower() == "none" else convert(text)
-
-    parse.__name__ = convert.__name__  # argparse names the type in its error messages
-    return parse
+from a3c_course.training.config import PRESETS, RAY_MISSING, TrainConfig, preset
 
 
 def boolean(text: str) -> bool:
@@ -70,13 +26,32 @@ def boolean(text: str) -> bool:
     return words[text.lower()]
 
 
-def field_type(annotation: str) -> tuple[Callable[[str], object], bool]:
-    """The converter for a TrainConfig annotation ("float", "int | None", "bool", ...), and whether
-    None is allowed."""
-    base, _, rest = annotation.partition("|")
-    convert = {"int": int, "float": float, "str": str, "bool": boolean}[base.strip()]
-    optional = rest.strip() == "None"
-    return (_parse_optional(convert) if optional else convert), optional
+def flag_type(name: str) -> Callable[[str], object]:
+    """The converter of the flag for TrainConfig field `name`: its Setting's kind, and `none` as
+    None where the field allows None."""
+    setting = TrainConfig.settings()[name]
+    convert = boolean if setting.kind is bool else setting.kind
+    if not setting.optional:
+        return convert
+
+    def parse(text: str):
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = convert.__name__  # argparse names the type in its error messages
+    return parse
+
+
+def flag_help(field: dataclasses.Field) -> str:
+    """A field's help line in --help: its Setting's help, its default and what `none` means."""
+    setting = field.metadata["setting"]
+    if field.default_factory is not dataclasses.MISSING:
+        default = field.default_factory()
+    else:
+        default = field.default
+    if default is None:
+        return f"{setting.help} (default: none, meaning {setting.none_means})"
+    none = f"; 'none' for {setting.none_means}" if setting.optional else ""
+    return f"{setting.help} (default: {default}){none}"
 
 
 def add_train(subparsers) -> None:
@@ -91,26 +66,17 @@ def add_train(subparsers) -> None:
         "metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) "
         "and a short video of the final agent (gameplay.mp4).",
     )
-    defaults = TrainConfig.__dataclass_fields__
-    help_text = TrainConfig.field_help()
-    for field in dataclasses.fields(TrainConfig):
-        convert, _ = field_type(field.type)
-        default = defaults[field.name]
-        if default.default_factory is not dataclasses.MISSING:
-            shown = default.default_factory()
-        else:
-            shown = default.default
-        flags = [*FLAG_ALIASES.get(field.name, []), "--" + field.name.replace("_", "-")]
+    for field in dataclasses.fields(TrainConfig):  # every field a flag, all read from its Setting
+        setting = field.metadata["setting"]
         parser.add_argument(
-            *flags,
+            *setting.aliases,
+            "--" + field.name.replace("_", "-"),
             dest=field.name,
-            type=convert,
-            choices=CHOICES.get(field.name),
+            type=flag_type(field.name),
+            choices=setting.options() or None,
             default=argparse.SUPPRESS,  # only what the user gives overrides TrainConfig's defaults
-            metavar=None if field.name in CHOICES else METAVARS.get(field.name, _metavar(convert)),
-            help=help_text[field.name]
-            + ("" if "default:" in help_text[field.name] else f" (default: {shown})")
-            + (f"; 'none' for {NONE_MEANS[field.name]}" if field.name in NONE_MEANS else ""),
+            metavar=None if setting.choices else setting.metavar,
+            help=flag_help(field),
         )
     parser.add_argument(
         "--preset",
@@ -157,7 +123,7 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) 
 
 def resumed_config(args: argparse.Namespace) -> TrainConfig:
     """The saved run's config (from --out's checkpoint) with the flags given on top."""
-    from a3c_course.training.trainer import CHECKPOINT_NAME
+    from a3c_course.training.checkpoint import CHECKPOINT_NAME
 
     out_dir = config_from_args(args).out_dir
     try:
@@ -169,8 +135,9 @@ def resumed_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    from a3c_course.training.run_record import WorkerError
     from a3c_course.training.runlock import RunFolderInUse
-    from a3c_course.training.trainer import WorkerError, train  # imported here: `--help` stays fast
+    from a3c_course.training.trainer import train  # imported here: `--help` stays fast
 
     config = resumed_config(args) if args.resume else config_from_args(args)
     if config.backend == "ray" and importlib.util.find_spec("ray") is None:
