@@ -25,8 +25,9 @@ from a3c_course.training import ray_backend as cluster  # noqa: E402
 from a3c_course.training.checkpoint import load_checkpoint  # noqa: E402
 from a3c_course.training.config import TrainConfig  # noqa: E402
 from a3c_course.training.evaluate import evaluate  # noqa: E402
-from a3c_course.training.ray_backend import ParameterServer  # noqa: E402
-from a3c_course.training.trainer import WorkerError, train  # noqa: E402
+from a3c_course.training.parameter_server import ParameterServer  # noqa: E402
+from a3c_course.training.run_record import WorkerError  # noqa: E402
+from a3c_course.training.trainer import train  # noqa: E402
 
 CARTPOLE = dict(test_trainer.CARTPOLE, backend="ray")  # the Hogwild backend's test settings
 
@@ -79,6 +80,7 @@ print("stop reason:", train(config, progress=False).stop_reason, flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_ctrl_c_stops_the_run_and_leaves_no_ray_process_behind(tmp_path):
     """Ctrl-C in a terminal reaches the whole process group: Ray's own processes too."""
@@ -107,6 +109,7 @@ def test_ctrl_c_stops_the_run_and_leaves_no_ray_process_behind(tmp_path):
     assert load_checkpoint(tmp_path / "checkpoint.pt").metadata["stop_reason"] == "interrupted"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_run_that_fails_to_start_shuts_down_the_ray_it_started(tmp_path, monkeypatch):
     assert not ray.is_initialized()  # before this module's cluster starts
@@ -140,6 +143,7 @@ def named_actor(suffix):
     return ray.get_actor(names[0])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_two_worker_actors_on_two_nodes_learn_cartpole(two_nodes, tmp_path):
     """The Hogwild backend's test (test_trainer.test_two_workers_learn_cartpole): the same settings,
@@ -155,6 +159,7 @@ def test_two_worker_actors_on_two_nodes_learn_cartpole(two_nodes, tmp_path):
     assert checkpoint.metadata["steps"] == result.steps
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_killed_worker_is_replaced_and_the_run_goes_on(two_nodes, tmp_path):
     killed = []
@@ -173,6 +178,7 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on(two_nodes, tmp_path):
     assert {r["worker"] for r in later} == {0, 1}  # the new worker 0 trains
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_losing_the_parameter_server_ends_the_run_with_a_clear_error(two_nodes, tmp_path):
     def kill_the_server(result):
@@ -192,6 +198,7 @@ def test_losing_the_parameter_server_ends_the_run_with_a_clear_error(two_nodes, 
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_checkpoint_moves_between_the_backends(two_nodes, tmp_path, capsys):
     """The command line on the cluster (--backend ray --address), the local tools on its

@@ -367,8 +367,8 @@ def test_hogwild_probe_measures_steps_and_staleness():
     import time
 
     from a3c_course.a3c.optim import make_shared_optimizer
+    from a3c_course.training.backend import build_shared_model
     from a3c_course.training.config import TrainConfig
-    from a3c_course.training.trainer import build_shared_model
 
     config = TrainConfig(game="CartPole-v1", workers=2, envs_per_worker=2, rollout_steps=5)
     shared_model = build_shared_model(config)

@@ -12,6 +12,7 @@ from a3c_course.a3c.model import COURSE_NETWORK
 from a3c_course.cli.main import build_parser, main
 from a3c_course.cli.train import config_from_args
 from a3c_course.lessons import pretrained
+from a3c_course.lessons.play import play_episodes
 from a3c_course.lessons.reference import (
     plot_reference,
     reference_band,
@@ -19,7 +20,6 @@ from a3c_course.lessons.reference import (
     reference_runs,
     score_curve,
 )
-from a3c_course.lessons.video import play_episodes
 from a3c_course.training.config import BREAKOUT, TrainConfig
 from a3c_course.training.evaluate import evaluate
 
@@ -112,6 +112,7 @@ def test_unknown_game_names_the_choices():
         pretrained.load("tetris")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("game", SHIPPED)
 def test_the_agent_beats_a_random_player_by_far(game):

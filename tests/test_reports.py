@@ -8,19 +8,14 @@ import torch
 
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.lessons import reports
+from a3c_course.lessons.play import CartPoleFrames, ModelPolicy, play_episodes
 from a3c_course.lessons.reports import (
     moving_average,
     plot_learning_curve,
     write_gameplay_video,
     write_run_report,
 )
-from a3c_course.lessons.video import (
-    CartPoleFrames,
-    ModelPolicy,
-    caption,
-    captioned_frames,
-    play_episodes,
-)
+from a3c_course.lessons.video import caption, captioned_frames
 from a3c_course.training.checkpoint import save_checkpoint
 from a3c_course.training.config import TrainConfig
 

@@ -17,20 +17,16 @@ import pytest
 import torch
 
 from a3c_course.a3c.model import ActorCritic
-from a3c_course.a3c.optim import make_shared_optimizer
-from a3c_course.a3c.worker import update_shared
 from a3c_course.measure import throughput
 from a3c_course.measure.profiling import (
     PROFILE_PARTS,
-    _Clock,
     layer_table,
     network_layer_times,
     profile_worker,
-    timed_update_shared,
 )
 from a3c_course.measure.throughput import raw_env_speed, steady_speed, summarize, trainer_speed
 from a3c_course.training.config import TrainConfig
-from a3c_course.training.trainer import read_metrics
+from a3c_course.training.run_record import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -53,6 +49,7 @@ def test_raw_env_speed_rejects_bad_arguments():
 
 
 # The start-up (fork, import, ALE reset: 2 s under CI's load once) is not counted in the seconds.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [
@@ -156,35 +153,6 @@ def test_profile_splits_emulator_from_preprocessing_on_atari():
     assert 0 < profile.parts["preprocessing"] < profile.parts["emulator"]
 
 
-def test_timed_update_shared_makes_update_shareds_update():
-    """The profile's copy of worker.update_shared must change the shared model identically."""
-    results = []
-    for update in ("original", "timed"):
-        torch.manual_seed(0)
-        shared = ActorCritic((4,), 2, 8).share_memory()
-        local = ActorCritic((4,), 2, 8)
-        local.load_state_dict(shared.state_dict())
-        optimizer = make_shared_optimizer("adam", shared.parameters(), 1e-2)
-        norms = []
-        for step in range(3):
-            torch.manual_seed(100 + step)
-            out = local(torch.randn(5, 4))
-            loss = (out.value.pow(2).sum() + out.logits.logsumexp(-1).sum()) * 30
-            if update == "original":
-                norms.append(update_shared(local, shared, optimizer, loss, max_grad_norm=1.0))
-            else:
-                norms.append(
-                    timed_update_shared(local, shared, optimizer, loss, 1.0, clock := _Clock())
-                )
-                assert clock.seconds["backward"] > 0 and clock.seconds["optimizer"] > 0
-            local.load_state_dict(shared.state_dict())
-        results.append((norms, [p.detach().clone() for p in shared.parameters()]))
-    (norms_a, params_a), (norms_b, params_b) = results
-    assert norms_a == pytest.approx(norms_b) and norms_a[0] > 1.0  # clipping was active
-    for a, b in zip(params_a, params_b, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
-
-
 def test_summarize():
     s = summarize([300.0, 100.0, 200.0])
     assert (s["median"], s["min"], s["max"], s["n"]) == (200.0, 100.0, 300.0, 3)
@@ -224,6 +192,7 @@ def test_throughput_counts_option():
     assert module.counts("2,2,1") == [2, 1]
 
 
+@pytest.mark.slow
 def test_throughput_script_tiny_run():
     done = run_script(
         "throughput.py", "--game", "CartPole-v1", "--workers", "1", "--envs", "1,2",
@@ -240,6 +209,7 @@ def test_throughput_script_tiny_run():
         assert "too short for a steady speed" in done.stdout
 
 
+@pytest.mark.slow
 def test_throughput_script_compares_networks_side_by_side():
     done = run_script(
         "throughput.py", "--workers", "1,", "--envs", "2,", "--seconds", "1.0", "--repeats", "1",
@@ -256,6 +226,7 @@ def test_throughput_script_compares_networks_side_by_side():
     assert bad.returncode == 2 and "ACTIVATION/FILTERS/LSTM" in bad.stderr
 
 
+@pytest.mark.slow
 def test_profile_script_tiny_run():
     done = run_script(
         "profile_worker.py", "--game", "CartPole-v1", "--envs", "1,2", "--seconds", "0.3"
@@ -265,6 +236,7 @@ def test_profile_script_tiny_run():
     assert "1 env(s) per worker" in done.stdout and "2 env(s) per worker" in done.stdout
 
 
+@pytest.mark.slow
 def test_profile_script_layers():
     done = run_script(
         "profile_worker.py", "--game", "CartPole-v1", "--envs", "2", "--seconds", "0.2", "--layers"
@@ -274,6 +246,7 @@ def test_profile_script_layers():
     assert "| body 1, Linear: 4 -> 64 |" in done.stdout and "| **all** |" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["after", "live"])
 def test_time_to_score_script_tiny_run(tmp_path, mode):
     out = tmp_path / "tts"
@@ -317,6 +290,7 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
         assert (second["steps"], second["eval_mean"]) == (first["steps"], first["eval_mean"])
 
 
+@pytest.mark.slow
 def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_path):
     out = tmp_path / "tts"
     done = run_script(

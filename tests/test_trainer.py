@@ -13,11 +13,13 @@ import torch
 import torch.multiprocessing as mp
 
 import a3c_course.a3c.worker
-from a3c_course.lessons.video import play_episodes
+from a3c_course.lessons.play import play_episodes
+from a3c_course.training.backend import build_shared_model
 from a3c_course.training.checkpoint import load_checkpoint, model_from_checkpoint
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.evaluate import evaluate
-from a3c_course.training.trainer import WorkerError, build_shared_model, train
+from a3c_course.training.run_record import WorkerError
+from a3c_course.training.trainer import train
 
 # CartPole settings, measured on the course's 2-core machine shared with other jobs: a learning
 # rate of 3e-3 (Atari's 1e-4 is far too slow here), 8 environments per worker stepped with one
@@ -53,6 +55,7 @@ def child_pids():
     return [child.pid for child in mp.active_children()]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_two_workers_learn_cartpole(tmp_path):
     config = TrainConfig(**CARTPOLE, **LEARNS_CARTPOLE, out_dir=str(tmp_path))
@@ -73,6 +76,7 @@ def test_two_workers_learn_cartpole(tmp_path):
     assert all(not torch.equal(initial[name], trained[name]) for name in initial)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     config = TrainConfig(
@@ -150,6 +154,7 @@ def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
     assert replay.scores == first_best["scores"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
     config = TrainConfig(
@@ -208,6 +213,7 @@ def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
     assert_no_children_left(pids)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_spawn_start_method(tmp_path):
     config = TrainConfig(

@@ -1,6 +1,7 @@
 """The worker's pieces, in one process: rollouts, the loss against a hand computation, episode
 lengths in agent steps, and exactly one rollout's gradient per optimizer step."""
 
+import contextlib
 import queue
 import threading
 
@@ -16,16 +17,23 @@ from a3c_course.a3c.envs import make_env
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.worker import (
     EnvRunner,
+    LocalLink,
     annealed_lr,
     collect_rollout,
-    make_worker_envs,
     rollout_loss,
     sync_from_shared,
     update_shared,
-    worker_loop,
+    worker_step,
 )
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.hogwild import SharedMemoryLink
+from a3c_course.training.worker_loop import (
+    learning_rate,
+    loss_coefficients,
+    make_worker_envs,
+    step_options,
+    worker_loop,
+)
 
 
 class ScriptedEnv(gym.Env):
@@ -173,7 +181,7 @@ def test_loss_and_gradient_on_a_scripted_rollout_match_a_hand_computation():
         rollout.observations.numpy(), np.stack(expected_obs, axis=1), rtol=0, atol=1e-7
     )
 
-    loss = rollout_loss(rollout, CONFIG)
+    loss = rollout_loss(rollout, **loss_coefficients(CONFIG))
     model.zero_grad()
     loss.total.backward()
     package_grads = [p.grad.clone() for p in model.parameters()]
@@ -308,7 +316,7 @@ def applies_one_rollout_per_step(update, max_grad_norm, rollouts=4):
     for _ in range(rollouts):
         sync_from_shared(local, shared)
         rollout, _ = collect_rollout(local, runner, 5)
-        loss = rollout_loss(rollout, CONFIG).total
+        loss = rollout_loss(rollout, **loss_coefficients(CONFIG)).total
         own = torch.autograd.grad(loss, list(local.parameters()), retain_graph=True)
         expected.append(clipped(own, max_grad_norm))
         update(local, shared, optimizer, loss, max_grad_norm)
@@ -343,7 +351,7 @@ def test_the_original_pattern_applies_the_running_sum():
     for _ in range(3):
         sync_from_shared(local, shared)
         rollout, _ = collect_rollout(local, runner, 5)
-        loss = rollout_loss(rollout, CONFIG).total
+        loss = rollout_loss(rollout, **loss_coefficients(CONFIG)).total
         own = torch.autograd.grad(loss, list(local.parameters()), retain_graph=True)
         running = (
             list(own) if running is None else [r + g for r, g in zip(running, own, strict=True)]
@@ -385,10 +393,11 @@ def test_worker_loop_reports_episodes_losses_and_counts_steps():
 
 def test_the_learning_rate_anneals_linearly_to_zero_when_asked():
     config = TrainConfig(game="CartPole-v1", lr=1e-3, lr_anneal_steps=1_000)
-    assert [annealed_lr(config, s) for s in (0, 250, 1_000, 5_000)] == pytest.approx(
+    assert [learning_rate(config, s) for s in (0, 250, 1_000, 5_000)] == pytest.approx(
         [1e-3, 7.5e-4, 0.0, 0.0]
     )
-    assert annealed_lr(config.replace(lr_anneal_steps=None), 10**9) == 1e-3
+    assert learning_rate(config.replace(lr_anneal_steps=None), 10**9) == 1e-3
+    assert annealed_lr(1e-3, 1_000, 250) == pytest.approx(7.5e-4)
     # In the loop: 30 rollouts of 20 steps; the last update starts at 580 of 600 steps.
     config = config.replace(envs_per_worker=2, rollout_steps=10, max_steps=600, lr_anneal_steps=600)
     shared = ActorCritic((4,), 2, hidden_size=16).share_memory()
@@ -488,3 +497,44 @@ def test_a_breakout_policy_that_never_fires_cannot_stall_training():
     assert not (torch.cat(actions) == fire).any()  # the policy itself never fired
     assert len(episodes) >= 2, "training episodes of a never-firing policy did not end"
     assert all(e.length < 3_000 for e in episodes)
+
+
+def clock_of(parts: list[str]):
+    """A worker_step clock that lists the parts it is asked to time."""
+
+    def clock(part):
+        parts.append(part)
+        return contextlib.nullcontext()
+
+    return clock
+
+
+def test_worker_step_is_pull_rollout_one_gradient_push_and_its_clock_sees_each_part():
+    """worker_step on a LocalLink makes the same update as the pieces called by hand (the pull,
+    collect_rollout, rollout_loss, update_shared), and a clock passed in sees every part once."""
+    config = TrainConfig(game="CartPole-v1", envs_per_worker=2, rollout_steps=5, lr=1e-3)
+    from a3c_course.a3c.optim import SharedAdam
+
+    results = []
+    for by_hand in (False, True):
+        torch.manual_seed(3)
+        shared = ActorCritic((4,), 2, hidden_size=8)
+        optimizer = SharedAdam(shared.parameters(), lr=config.lr)
+        local = ActorCritic(**shared.architecture)
+        runner = EnvRunner(make_worker_envs(config, 0), local.hidden_size)
+        torch.manual_seed(4)
+        if by_hand:
+            sync_from_shared(local, shared)
+            rollout, _ = collect_rollout(local, runner, config.rollout_steps)
+            loss = rollout_loss(rollout, **loss_coefficients(config)).total
+            update_shared(local, shared, optimizer, loss, config.max_grad_norm)
+        else:
+            parts: list[str] = []
+            link = LocalLink(shared, optimizer)
+            step = worker_step(local, runner, link, clock=clock_of(parts), **step_options(config))
+            assert parts == ["sync", "rollout", "loss", "clip", "backward", "clip", "optimizer"]
+            assert (step.steps, step.staleness, link.updates) == (10, 0, 1)
+        runner.close()
+        results.append([p.detach().clone() for p in shared.parameters()])
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -45,7 +45,7 @@ from a3c_course.training.checkpoint import (
     save_checkpoint,
 )
 from a3c_course.training.evaluate import evaluate
-from a3c_course.training.trainer import CONFIG_NAME, METRICS_NAME, read_metrics
+from a3c_course.training.run_record import CONFIG_NAME, METRICS_NAME, read_metrics
 
 DATA = Path(a3c_course.__file__).parent / "data"
 

@@ -274,17 +274,18 @@ def standardize_frames(frames: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return centered / torch.sqrt(var + eps)
 
 
-def sample_action(logits: torch.Tensor) -> PolicySample:
+def sample_action(logits: torch.Tensor, generator: torch.Generator | None = None) -> PolicySample:
     """Draw a ~ pi(.|s) for each row of logits, with log pi(a|s) and the policy's entropy.
 
     The same arithmetic as `torch.distributions.Categorical(logits=logits)` and its `sample()`,
     `log_prob(a)` and `entropy()` (the same numbers and, from the same random state, the same
     actions), written out: the distribution object's checks and bookkeeping cost 4 times these
-    few operations, and a worker calls this once per step.
+    few operations, and a worker calls this once per step. generator: draw with it instead of
+    torch's global random state (a replayable recording).
     """
     log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)  # log pi(.|s)
     probs = torch.softmax(log_probs, dim=-1)
-    action = torch.multinomial(probs, 1, replacement=True).squeeze(-1)
+    action = torch.multinomial(probs, 1, replacement=True, generator=generator).squeeze(-1)
     log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
     # Clamped as Categorical does: a probability of exactly 0 (logit -inf) adds 0, not nan.
     entropy = -(log_probs.clamp(min=torch.finfo(log_probs.dtype).min) * probs).sum(-1)
@@ -294,6 +295,14 @@ def sample_action(logits: torch.Tensor) -> PolicySample:
 def greedy_action(logits: torch.Tensor) -> torch.Tensor:
     """The most probable action of each row (used for evaluation)."""
     return logits.argmax(dim=-1)
+
+
+def choose_action(
+    logits: torch.Tensor, greedy: bool, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Each row's action: the greedy one, or one sampled from pi(.|s) (with generator, if given).
+    The one choice that evaluation, videos and the notebooks' players make."""
+    return greedy_action(logits) if greedy else sample_action(logits, generator).action
 
 
 def reset_state_where(state: RecurrentState, done: torch.Tensor) -> RecurrentState:

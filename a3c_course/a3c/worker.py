@@ -2,14 +2,18 @@
 
 The original course's `train()` rebuilt, with its faults fixed. One pass of the worker's loop:
 
-    sync_from_shared(local, shared)              copy the shared weights into the local model
+    link.pull(local)                             copy the shared weights into the local model
     rollout, episodes = collect_rollout(...)     n steps in each of the worker's environments
-    loss = update_shared(local, shared, ...)     loss -> gradient (one rollout's) -> shared optimizer
+    loss = rollout_loss(rollout, ...)            Unit 3's A3C loss
+    local_gradient(local, loss.total, ...)       exactly this rollout's gradient, clipped
+    link.push(local, rollout.steps)              the gradient -> the shared optimizer's step
 
-The pieces are plain functions, so a notebook can call them in its own process, one at a time,
-without any multiprocessing; `worker_loop` strings them together, with a link to the shared
-parameters (a ParameterLink): shared memory in a child process (hogwild.py), or a parameter server
-reached from a Ray actor (cluster.py). The loop is the same; only the link differs.
+`worker_step` is that pass, the one every caller runs: both backends' workers
+(a3c_course.training.worker_loop), the profiler and the notebooks' probes, which time its parts
+with a clock passed in. The link to the shared parameters (a ParameterLink) is what differs:
+shared memory (LocalLink here; the Hogwild backend's across processes), or a parameter server
+reached from a Ray actor. The pieces are plain functions, so a notebook can call them one at a
+time, in its own process, without any multiprocessing.
 
 What changed from the original, and why:
 - Exactly one rollout's gradient per optimizer step. The original's `ensure_shared_grads` made the
@@ -29,7 +33,8 @@ What changed from the original, and why:
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -37,13 +42,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from a3c_course.a3c.envs import is_atari, make_env
 from a3c_course.a3c.model import ActorCritic, RecurrentState, reset_state_where, sample_action
 from a3c_course.a3c.returns import A3CLoss, a3c_loss, gae, n_step_returns
-from a3c_course.training.config import TrainConfig
-
-# How often a worker sends its averaged losses to the parent (episodes are sent as they end).
-REPORT_INTERVAL_S = 1.0
 
 
 class Episode(NamedTuple):
@@ -117,30 +117,6 @@ def _batch(observations: list[np.ndarray]) -> torch.Tensor:
     """Stack B observations into a new float32 tensor (new memory each step: autograd keeps the
     previous step's input for the backward pass, so it must not be overwritten)."""
     return torch.from_numpy(np.stack(observations).astype(np.float32, copy=False))
-
-
-def env_options(config: TrainConfig) -> dict[str, Any]:
-    """make_env options for training environments: the time limit; on Atari, sticky actions and
-    the frame size."""
-    options: dict[str, Any] = {"max_episode_steps": config.max_episode_steps}
-    if is_atari(config.env_id):
-        options["sticky_actions"] = config.sticky_actions
-        options["size"] = config.frame_size
-    return options
-
-
-def env_seed(config: TrainConfig, worker_id: int, env_index: int) -> int:
-    """A distinct seed for each environment of each worker (the evaluator uses other seeds)."""
-    return config.seed + 1 + worker_id * config.envs_per_worker + env_index
-
-
-def make_worker_envs(config: TrainConfig, worker_id: int) -> list[gym.Env]:
-    """The envs_per_worker seeded environments of worker `worker_id`."""
-    options = env_options(config)
-    return [
-        make_env(config.game, seed=env_seed(config, worker_id, j), **options)
-        for j in range(config.envs_per_worker)
-    ]
 
 
 def sync_from_shared(local_model: torch.nn.Module, shared_model: torch.nn.Module) -> None:
@@ -226,31 +202,47 @@ def collect_rollout(
     return rollout, episodes
 
 
-def rollout_loss(rollout: Rollout, config: TrainConfig) -> A3CLoss:
-    """The A3C loss of a rollout: GAE advantages for the policy, n-step returns for the critic."""
+def rollout_loss(
+    rollout: Rollout,
+    *,
+    gamma: float = 0.99,
+    gae_lambda: float = 1.0,
+    entropy_coef: float = 0.01,
+    value_coef: float = 0.5,
+) -> A3CLoss:
+    """The A3C loss of a rollout: GAE advantages for the policy, n-step returns for the critic.
+
+    The defaults are the course's (TrainConfig's): discount 0.99, lambda 1 (n-step advantages),
+    entropy bonus 0.01, value loss weighed 0.5.
+    """
     r = rollout
     advantages = gae(
-        r.rewards,
-        r.values.detach(),
-        r.next_values,
-        r.terminated,
-        r.truncated,
-        config.gamma,
-        config.gae_lambda,
+        r.rewards, r.values.detach(), r.next_values, r.terminated, r.truncated, gamma, gae_lambda
     )
-    returns = n_step_returns(r.rewards, r.next_values, r.terminated, r.truncated, config.gamma)
+    returns = n_step_returns(r.rewards, r.next_values, r.terminated, r.truncated, gamma)
     return a3c_loss(
         r.log_probs,
         r.entropies,
         r.values,
         advantages,
         returns,
-        entropy_coef=config.entropy_coef,
-        value_coef=config.value_coef,
+        entropy_coef=entropy_coef,
+        value_coef=value_coef,
     )
 
 
-def local_gradient(local_model: torch.nn.Module, loss: torch.Tensor, max_grad_norm: float) -> float:
+# A clock times the parts of a step: clock("backward") is a context manager around that part.
+# The profiler and the notebooks' probes pass one; the workers pass none (NO_CLOCK).
+Clock = Callable[[str], AbstractContextManager]
+
+
+def NO_CLOCK(part: str) -> AbstractContextManager:  # noqa: N802  a constant, called like a clock
+    return nullcontext()
+
+
+def local_gradient(
+    local_model: torch.nn.Module, loss: torch.Tensor, max_grad_norm: float, clock: Clock = NO_CLOCK
+) -> float:
     """Leave exactly this loss's gradient, clipped, in the local model's .grad; return its norm
     before clipping.
 
@@ -258,9 +250,12 @@ def local_gradient(local_model: torch.nn.Module, loss: torch.Tensor, max_grad_no
     2. backward: the local gradients are this rollout's, and only this rollout's
     3. rescale them so that their norm is at most max_grad_norm
     """
-    local_model.zero_grad(set_to_none=True)
-    loss.backward()
-    return float(torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm))
+    with clock("clip"):
+        local_model.zero_grad(set_to_none=True)
+    with clock("backward"):
+        loss.backward()
+    with clock("clip"):
+        return float(torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm))
 
 
 def apply_gradient(
@@ -298,42 +293,20 @@ def update_shared(
     return norm
 
 
-def annealed_lr(config: TrainConfig, steps: int) -> float:
-    """The learning rate after `steps` agent steps: config.lr, or with lr_anneal_steps its linear
-    decay to 0 at that many steps (the A3C paper's schedule)."""
-    if config.lr_anneal_steps is None:
-        return config.lr
-    return config.lr * max(0.0, 1.0 - steps / config.lr_anneal_steps)
-
-
-def _floats(loss: A3CLoss) -> dict[str, float]:
-    return {name: float(term.detach()) for name, term in loss._asdict().items()}
-
-
-class _LossAverage:
-    """Averages the loss terms over the rollouts between two reports."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.count = 0
-
-    def add(self, values: dict[str, float]) -> None:
-        for name, value in values.items():
-            self.sums[name] = self.sums.get(name, 0.0) + value
-        self.count += 1
-
-    def pop(self) -> dict[str, float]:
-        means = {name: total / self.count for name, total in self.sums.items()}
-        means["rollouts"] = self.count
-        self.sums, self.count = {}, 0
-        return means
+def annealed_lr(lr: float, anneal_steps: int | None, steps: int) -> float:
+    """The learning rate after `steps` agent steps: lr, or with anneal_steps its linear decay to 0
+    at that many steps (the A3C paper's schedule)."""
+    if anneal_steps is None:
+        return lr
+    return lr * max(0.0, 1.0 - steps / anneal_steps)
 
 
 class ParameterLink(Protocol):
     """A worker's way to the shared parameters; what differs between the backends.
 
-    hogwild.SharedMemoryLink: the parameters and the optimizer in this machine's shared memory.
-    cluster.ServerLink: a parameter server (a Ray actor), perhaps on another machine.
+    LocalLink (below): a model and its optimizer within this process's reach.
+    training.hogwild.SharedMemoryLink: the same in shared memory, for worker processes.
+    training.ray_backend.ServerLink: a parameter server (a Ray actor), perhaps on another machine.
     """
 
     architecture: dict[str, Any]  # ActorCritic(**architecture) builds the local model
@@ -360,42 +333,77 @@ class ParameterLink(Protocol):
         """Send a record (an episode, losses, an evaluation) to the parent."""
 
 
-def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink) -> None:
-    """Pull, rollout, gradient, push, report; until the run stops or the step budget is spent.
+class LocalLink:
+    """The plainest ParameterLink: a shared model and its optimizer within this process's reach
+    (in shared memory for child processes). The notebooks and the profiler run worker_step on it.
 
-    The same loop for both backends: only the link to the shared parameters differs.
+    lr: a function of the run's steps giving the learning rate of each push (None: the optimizer's).
     """
-    torch.manual_seed(config.seed + 1 + worker_id)
-    local_model = ActorCritic(**link.architecture)
-    runner = EnvRunner(
-        make_worker_envs(config, worker_id), local_model.hidden_size, config.life_loss_terminal
-    )
-    losses = _LossAverage()
-    next_report = time.monotonic() + REPORT_INTERVAL_S
-    try:
-        while not link.stopped():
-            link.pull(local_model)
-            rollout, episodes = collect_rollout(local_model, runner, config.rollout_steps)
-            loss = rollout_loss(rollout, config)
-            grad_norm = local_gradient(local_model, loss.total, config.max_grad_norm)
-            steps, staleness = link.push(local_model, rollout.steps)
-            for episode in episodes:
-                link.send(
-                    {
-                        "kind": "episode",
-                        "worker": worker_id,
-                        "steps": steps,
-                        "score": episode.score,
-                        "length": episode.length,
-                    }
-                )
-            losses.add({**_floats(loss), "grad_norm": grad_norm, "staleness": staleness})
-            if time.monotonic() >= next_report:
-                link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
-                next_report = time.monotonic() + REPORT_INTERVAL_S
-            if config.max_steps is not None and steps >= config.max_steps:
-                break
-        if losses.count:
-            link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
-    finally:
-        runner.close()
+
+    def __init__(self, shared_model: ActorCritic, optimizer, lr: Callable[[int], float] | None = None):
+        self.shared_model, self.optimizer, self.lr = shared_model, optimizer, lr
+        self.steps, self.updates, self.pulled_at = 0, 0, 0
+        self.records: list[dict[str, Any]] = []
+
+    @property
+    def architecture(self) -> dict[str, Any]:
+        return self.shared_model.architecture
+
+    def stopped(self) -> bool:
+        return False
+
+    def wait(self, timeout: float) -> bool:
+        return False
+
+    def pull(self, model: torch.nn.Module) -> None:
+        self.pulled_at = self.updates
+        sync_from_shared(model, self.shared_model)
+
+    def push(self, model: torch.nn.Module, steps: int) -> tuple[int, int]:
+        lr = self.lr(self.steps) if self.lr is not None else None
+        apply_gradient(self.shared_model, self.optimizer, [p.grad for p in model.parameters()], lr)
+        staleness = self.updates - self.pulled_at
+        self.steps, self.updates = self.steps + steps, self.updates + 1
+        return self.steps, staleness
+
+    def send(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+
+class StepResult(NamedTuple):
+    """What one worker_step did: its rollout and the episodes that ended in it, the loss, the
+    gradient's norm before clipping, the run's steps after the push and the gradient's staleness."""
+
+    rollout: Rollout
+    episodes: list[Episode]
+    loss: A3CLoss
+    grad_norm: float
+    steps: int
+    staleness: int
+
+
+def worker_step(
+    local_model: ActorCritic,
+    runner: EnvRunner,
+    link: ParameterLink,
+    rollout_steps: int,
+    max_grad_norm: float,
+    clock: Clock = NO_CLOCK,
+    **loss_coefficients: float,
+) -> StepResult:
+    """One pass of an A3C worker: pull, roll out, one rollout's gradient, push.
+
+    loss_coefficients: rollout_loss's (gamma, gae_lambda, entropy_coef, value_coef).
+    clock: times the parts "sync" (the pull), "rollout", "loss", "backward", "clip" and
+    "optimizer" (the push); the profiler splits the rollout's time further with hooks.
+    """
+    with clock("sync"):
+        link.pull(local_model)
+    with clock("rollout"):
+        rollout, episodes = collect_rollout(local_model, runner, rollout_steps)
+    with clock("loss"):
+        loss = rollout_loss(rollout, **loss_coefficients)
+    grad_norm = local_gradient(local_model, loss.total, max_grad_norm, clock)
+    with clock("optimizer"):
+        steps, staleness = link.push(local_model, rollout.steps)
+    return StepResult(rollout, episodes, loss, grad_norm, steps, staleness)

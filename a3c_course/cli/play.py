@@ -169,8 +169,9 @@ def add_play(subparsers) -> None:
 
 
 def run_play(args: argparse.Namespace) -> int:
+    from a3c_course.lessons.play import load_player
     from a3c_course.lessons.reports import write_gameplay_video
-    from a3c_course.lessons.video import VIDEO_FORMATS, load_player
+    from a3c_course.lessons.video import VIDEO_FORMATS
 
     if os.path.splitext(args.out)[1].lower() not in VIDEO_FORMATS:
         raise UsageError(f"--out must end in {' or '.join(VIDEO_FORMATS)}, got {args.out}")

@@ -3,7 +3,7 @@
     figures/        each unit's figures and harnesses, one module per unit
     exercises/      each unit's exercise checks and hints; solutions/ holds the solutions
     panels/         the notebook's widget panels: settings, training, gameplay
-    video.py        watching an agent play: episodes, captions, mp4/gif files
+    video.py        recording episodes, captions, mp4/gif files; play.py a network playing them
     reports.py      a run's learning curve and gameplay video
     pretrained.py   the shipped agents; reference.py the shipped reference runs (data/)
     diagnostics.py  silent units of a conv body; random play's frames

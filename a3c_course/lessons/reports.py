@@ -12,13 +12,14 @@ Each file is written under a temporary name and renamed, so a report is either w
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from a3c_course.training.files import replace_atomically
 
 LEARNING_CURVE_NAME = "learning_curve.png"
 GAMEPLAY_NAME = "gameplay.mp4"
@@ -86,27 +87,10 @@ def plot_learning_curve(
     return figure
 
 
-def _replace_atomically(path: Path, write) -> Path:
-    """Call write(temp_path) for a temporary file beside path, then rename it to path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
-    )
-    os.close(handle)
-    os.chmod(temp_name, 0o644)  # mkstemp makes files only the owner can read
-    try:
-        write(Path(temp_name))
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def save_figure(figure, path: str | os.PathLike, dpi: int = 100) -> Path:
     """Save a matplotlib figure as PNG atomically."""
     path = Path(path)
-    return _replace_atomically(path, lambda temp: figure.savefig(temp, dpi=dpi, format="png"))
+    return replace_atomically(path, lambda temp: figure.savefig(temp, dpi=dpi, format="png"))
 
 
 def write_gameplay_video(
@@ -124,7 +108,8 @@ def write_gameplay_video(
 ):
     """Record episodes of `model` (None: random play) with a score caption and write them to path
     (.mp4 or .gif) atomically. Returns (path written, the recorded episodes)."""
-    from a3c_course.lessons.video import VIDEO_FORMATS, captioned_frames, play_episodes, write_video
+    from a3c_course.lessons.play import play_episodes
+    from a3c_course.lessons.video import VIDEO_FORMATS, captioned_frames, write_video
 
     path = Path(path)
     if path.suffix.lower() not in VIDEO_FORMATS:
@@ -143,7 +128,7 @@ def write_gameplay_video(
         if written["path"] != temp:  # no ffmpeg: a GIF was written beside temp
             os.replace(written["path"], temp)
 
-    _replace_atomically(path, write)
+    replace_atomically(path, write)
     if written["path"].suffix != path.suffix.lower():  # no ffmpeg: write_video made a GIF
         final = path.with_suffix(written["path"].suffix)
         os.replace(path, final)
@@ -166,8 +151,12 @@ def write_run_report(
 ) -> RunReport:
     """Write learning_curve.png (from metrics.jsonl) and gameplay.mp4 (one greedy episode of the
     checkpoint's network, at most max_frames frames) into a run's folder."""
-    from a3c_course.training.checkpoint import load_checkpoint, model_from_checkpoint
-    from a3c_course.training.trainer import CHECKPOINT_NAME, METRICS_NAME, read_metrics
+    from a3c_course.training.checkpoint import (
+        CHECKPOINT_NAME,
+        load_checkpoint,
+        model_from_checkpoint,
+    )
+    from a3c_course.training.run_record import METRICS_NAME, read_metrics
 
     out_dir = Path(out_dir)
     checkpoint = load_checkpoint(out_dir / CHECKPOINT_NAME)

@@ -23,22 +23,15 @@ import torch
 from a3c_course.a3c.envs import make_env
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.optim import make_shared_optimizer
-from a3c_course.a3c.worker import (
-    EnvRunner,
-    collect_rollout,
-    env_options,
-    make_worker_envs,
-    rollout_loss,
-    sync_from_shared,
-)
+from a3c_course.a3c.worker import EnvRunner, LocalLink, worker_step
 from a3c_course.measure.throughput import one_thread
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.worker_loop import env_options, make_worker_envs, step_options
 
 __all__ = [
     "PROFILE_PARTS",
     "WorkerProfile",
     "profile_worker",
-    "timed_update_shared",
     "LayerTime",
     "network_layer_times",
     "layer_table",
@@ -55,9 +48,9 @@ PROFILE_PARTS = {
     "rollout_other": "the rest of collect_rollout: sampling, numpy <-> tensor, stacking, LSTM resets",
     "loss": "rollout_loss: GAE, n-step returns, the A3C loss",
     "backward": "loss.backward() through the rollout (conv layers and the LSTM, T steps)",
-    "clip": "zero_grad, gradient-norm clipping, handing the gradients to the shared model",
-    "optimizer": "the shared optimizer's step",
-    "sync": "sync_from_shared: copying the shared weights into the local model",
+    "clip": "zero_grad and gradient-norm clipping",
+    "optimizer": "the push: the gradient handed to the shared model, the shared optimizer's step",
+    "sync": "the pull: copying the shared weights into the local model",
     "other": "the loop itself: what no part above accounts for",
 }
 
@@ -103,13 +96,13 @@ class WorkerProfile:
 
 
 class _Clock:
-    """Accumulates seconds per part name."""
+    """Accumulates seconds per part name; clock(part) times a block (worker.Clock)."""
 
     def __init__(self) -> None:
-        self.seconds = dict.fromkeys(PROFILE_PARTS, 0.0)
+        self.seconds = dict.fromkeys([*PROFILE_PARTS, "rollout"], 0.0)
 
     @contextmanager
-    def part(self, name: str):
+    def __call__(self, name: str):
         began = time.perf_counter()
         try:
             yield
@@ -155,39 +148,15 @@ def _instrument_env(env, clock: _Clock, outer: dict[str, float]) -> None:
         setattr(env, name, timed)
 
 
-def timed_update_shared(
-    local_model: torch.nn.Module,
-    shared_model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    loss: torch.Tensor,
-    max_grad_norm: float,
-    clock: _Clock,
-) -> float:
-    """worker.update_shared, line for line, with each stage timed (update_shared has no hooks
-    between its stages). tests/test_throughput.py checks that both make the same update."""
-    with clock.part("clip"):
-        local_model.zero_grad(set_to_none=True)
-    with clock.part("backward"):
-        loss.backward()
-    with clock.part("clip"):
-        norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-        for local, shared in zip(local_model.parameters(), shared_model.parameters(), strict=True):
-            shared.grad = local.grad
-    with clock.part("optimizer"):
-        optimizer.step()
-    return float(norm)
-
-
 def profile_worker(
     config: TrainConfig, seconds: float = 5.0, *, warmup_rollouts: int = 2
 ) -> WorkerProfile:
     """Run one worker's loop (sync, rollout, loss, update) in this process, with one thread, for
     `seconds`, and split its time into PROFILE_PARTS.
 
-    The loop is worker.worker_loop's, with the same public pieces: sync_from_shared,
-    collect_rollout and rollout_loss are called as they are; the environments are timed by
-    patching their step/reset methods and the network's forward passes with forward hooks.
-    update_shared is replaced by timed_update_shared, a copy with timers between its stages.
+    Each pass is the workers' own worker_step, on a LocalLink to a shared model, with a clock
+    passed in for its parts; inside the rollout, the environments are timed by patching their
+    step/reset methods and the network's forward passes with forward hooks.
     The first warmup_rollouts rollouts are not counted (first calls allocate memory).
     """
     if not seconds > 0:
@@ -214,23 +183,25 @@ def profile_worker(
 
         local.register_forward_hook(forward_done)
         runner = EnvRunner(envs, shared.hidden_size)
+        link, options = LocalLink(shared, optimizer), step_options(config)
         try:
             for _ in range(warmup_rollouts):
-                _profiled_rollout(config, local, shared, optimizer, runner, _Clock(), {"env": 0.0})
-            clock.seconds = dict.fromkeys(PROFILE_PARTS, 0.0)
-            outer["env"] = 0.0
+                _profiled_step(local, runner, link, options, _Clock())
+            clock.seconds, outer["env"] = _Clock().seconds, 0.0  # in place: the hooks hold it
             steps = rollouts = 0
             began = time.perf_counter()
             while True:
-                steps += _profiled_rollout(config, local, shared, optimizer, runner, clock, outer)
+                steps += _profiled_step(local, runner, link, options, clock)
                 rollouts += 1
                 total = time.perf_counter() - began
                 if total >= seconds:
                     break
         finally:
             runner.close()
-    parts = dict(clock.seconds)
+    parts = {part: clock.seconds[part] for part in PROFILE_PARTS}
     parts["preprocessing"] = max(outer["env"] - parts["emulator"], 0.0)
+    # The rest of collect_rollout: what it spent outside the environments and the forward passes.
+    parts["rollout_other"] = max(clock.seconds["rollout"] - outer["env"] - parts["forward"], 0.0)
     parts["other"] = max(total - sum(v for k, v in parts.items() if k != "other"), 0.0)
     return WorkerProfile(
         envs_per_worker=config.envs_per_worker,
@@ -243,22 +214,9 @@ def profile_worker(
     )
 
 
-def _profiled_rollout(config, local, shared, optimizer, runner, clock, outer) -> int:
-    """One pass of the worker's loop; the clock gets every part but preprocessing and other."""
-    with clock.part("sync"):
-        sync_from_shared(local, shared)
-    env_before, forward_before = outer["env"], clock.seconds["forward"]
-    began = time.perf_counter()
-    rollout, _ = collect_rollout(local, runner, config.rollout_steps)
-    collect = time.perf_counter() - began
-    # What collect_rollout spent outside the environments and the forward passes.
-    clock.seconds["rollout_other"] += (
-        collect - (outer["env"] - env_before) - (clock.seconds["forward"] - forward_before)
-    )
-    with clock.part("loss"):
-        loss = rollout_loss(rollout, config)
-    timed_update_shared(local, shared, optimizer, loss.total, config.max_grad_norm, clock)
-    return rollout.steps
+def _profiled_step(local, runner, link, options, clock) -> int:
+    """One worker_step with the clock: its agent steps."""
+    return worker_step(local, runner, link, clock=clock, **options).rollout.steps
 
 
 # -- the network's layers, one at a time ---------------------------------------------------------

@@ -1,6 +1,6 @@
 """A parameter server's limits on paper: how many workers one server can feed, from measured costs.
 
-Each update moves one gradient to the server and one set of weights back (cluster.py), and costs
+Each update moves one gradient to the server and one set of weights back (training/ray_backend.py), and costs
 the server the time to apply the gradient and to copy the weights for the answer. One server
 then saturates at the first of two limits:
 
@@ -32,7 +32,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from a3c_course.a3c.worker import apply_gradient
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.parameter_server import ParameterServer
 
 
 @dataclass(frozen=True)
@@ -135,17 +137,12 @@ def seconds_each(call: Callable[[], object], times: int) -> float:
 
 
 def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip: bool = True):
-    """What a parameter server (cluster.ParameterServer) spends per update on config's network:
+    """What a parameter server (training.parameter_server) spends per update on config's network:
     apply_s to apply one gradient, reply_s to copy the weights for the answer (both in this
     process), and round_trip_s, a whole push through Ray to a server actor on this machine
     (serialisation both ways included; only with ray_round_trip, which starts Ray for the
     measurement); model_bytes, the size of one gradient or one set of weights."""
-    from a3c_course.a3c.worker import apply_gradient
-    from a3c_course.training.ray_backend import (  # Ray is an optional extra
-        ParameterServer,
-        ServerActor,
-    )
-    from a3c_course.training.trainer import build_shared_model
+    from a3c_course.training.backend import build_shared_model
 
     model = build_shared_model(config)
     weights = [p.detach().clone() for p in model.parameters()]
@@ -161,7 +158,7 @@ def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip
     if ray_round_trip:
         import ray
 
-        from a3c_course.training.ray_backend import start_ray
+        from a3c_course.training.ray_backend import ServerActor, start_ray  # Ray: optional
 
         start_ray()
         try:

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from a3c_course.a3c.envs import STICKY_ACTIONS, make_env
-from a3c_course.a3c.worker import env_options
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.worker_loop import env_options
 
 START_UP_S = 120.0  # trainer_speed's allowance for a run's start-up, before its measured seconds
 
@@ -192,9 +192,7 @@ def trainer_speed(
     (steady=False). staleness likewise leaves out the records made before every worker had
     reported once, where it can.
     """
-    from a3c_course.training.trainer import (
-        train,  # the trainer imports much; keep this module light to import
-    )
+    from a3c_course.training.trainer import train  # it imports much: keep this module light
 
     if not seconds > 0:
         raise ValueError(f"seconds must be positive, got {seconds}")

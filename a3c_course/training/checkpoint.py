@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import pickle
 import re
-import tempfile
 import warnings
 import zipfile
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import torch
 from a3c_course.a3c.envs import resolve_env_id
 from a3c_course.a3c.model import ORIGINAL_CONV_BODY, ActorCritic
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.files import replace_atomically
 
 FORMAT = "a3c-course-checkpoint"
 VERSION = 1
@@ -101,8 +101,6 @@ def save_checkpoint(
     metadata: plain values only (str, int, float, bool, None, and lists/dicts of them), e.g.
         steps=..., elapsed_s=..., eval_score=....
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": FORMAT,
         "version": VERSION,
@@ -111,32 +109,7 @@ def save_checkpoint(
         "config": config.to_dict(),
         "metadata": dict(metadata, torch_version=str(torch.__version__)),
     }
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-    return path
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (POSIX); a no-op where folders cannot be opened."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
+    return replace_atomically(path, lambda temp: torch.save(payload, temp))
 
 
 def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> Checkpoint:

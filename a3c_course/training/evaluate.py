@@ -34,6 +34,7 @@ workers have stopped, several at a time.
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -46,7 +47,7 @@ import numpy as np
 import torch
 
 from a3c_course.a3c.envs import STICKY_ACTIONS, frame_options, is_atari, make_env, resolve_env_id
-from a3c_course.a3c.model import ActorCritic, greedy_action, sample_action
+from a3c_course.a3c.model import ActorCritic, choose_action
 from a3c_course.training.checkpoint import (
     BEST_CHECKPOINT_NAME,
     Checkpoint,
@@ -154,7 +155,7 @@ def evaluate(
         model = model_from_checkpoint(checkpoint, expect_game=game)
     if game is None:
         raise ValueError("evaluate needs game=... when given a model rather than a checkpoint")
-    choose = greedy_action if greedy else (lambda logits: sample_action(logits).action)
+    choose = functools.partial(choose_action, greedy=greedy)
     slots = min(episodes, parallel)
     fits = frame_options(model.obs_shape)  # the frame size the network was trained on
     envs = [

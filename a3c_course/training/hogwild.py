@@ -1,6 +1,6 @@
 """The Hogwild backend: the processes of one training run on this machine, and nothing else.
 
-The worker processes (run_worker: worker.worker_loop through a SharedMemoryLink) share the model's
+The worker processes (run_worker: worker_loop.worker_loop through a SharedMemoryLink) share the model's
 weights and the optimizer's state in shared memory and update them without locks; with eval_mode
 "live" an evaluator process (run_evaluator: evaluate.evaluation_loop) scores the shared weights
 beside them. This module starts those processes with
@@ -14,17 +14,23 @@ is the trainer's (trainer.py) and does not depend on how the workers run.
 from __future__ import annotations
 
 import queue as queue_module
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch.multiprocessing as mp
 
 from a3c_course.a3c.model import ActorCritic
-from a3c_course.a3c.worker import annealed_lr, apply_gradient, sync_from_shared, worker_loop
+from a3c_course.a3c.worker import apply_gradient, sync_from_shared
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.evaluate import evaluation_loop
-from a3c_course.training.processes import StopOrOrphaned, child_setup, report_crash, sigint_ignored
+from a3c_course.training.processes import (
+    StopOrOrphaned,
+    child_setup,
+    report_crash,
+    sigint_ignored,
+    stop_children,
+)
+from a3c_course.training.worker_loop import learning_rate, worker_loop
 
 JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
 
@@ -67,7 +73,7 @@ class SharedMemoryLink:
         sync_from_shared(model, self.shared_model)
 
     def push(self, model, steps: int) -> tuple[int, int]:
-        lr = annealed_lr(self.config, self.step_counter.value)
+        lr = learning_rate(self.config, self.step_counter.value)
         apply_gradient(self.shared_model, self.optimizer, [p.grad for p in model.parameters()], lr)
         with self.step_counter.get_lock():
             self.step_counter.value += steps
@@ -195,16 +201,7 @@ class HogwildBackend:
         cannot cut this short and leave children behind."""
         with sigint_ignored():
             self.stop_event.set()
-            deadline = time.monotonic() + JOIN_TIMEOUT_S
-            while any(c.is_alive() for c in self.children) and time.monotonic() < deadline:
-                take(self._safe_receive(0.05))
-            for child in self.children:
-                if child.is_alive():
-                    child.terminate()
-                    child.join(2.0)
-                if child.is_alive():
-                    child.kill()
-                    child.join(2.0)
+            stop_children(self.children, JOIN_TIMEOUT_S, lambda: take(self._safe_receive(0.05)))
             take(self._safe_receive(0.0))
             self.queue.close()
 

@@ -2,9 +2,10 @@
 
 child_setup: one intra-op thread, Ctrl-C left to the parent. StopOrOrphaned: the parent's stop
 event, also set once the parent has died. report_crash: the traceback to the parent, exit status 1.
-And on the parent's side, sigint_ignored: a block that a second Ctrl-C cannot cut short.
-The Hogwild backend's workers and evaluator (hogwild.py) and the snapshot scorers (evaluate.py) use
-them; Ray's actors (cluster.py) have Ray's own versions of these.
+And on the parent's side, sigint_ignored: a block that a second Ctrl-C cannot cut short, and
+stop_children: wait for children to finish, then end the stragglers, so that none outlives its run.
+The Hogwild backend's workers and evaluator (hogwild.py), the snapshot scorers (evaluate.py) and
+notebook 04's probes use them; Ray's actors (ray_backend.py) have Ray's own versions of these.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 
 import torch
 
@@ -79,3 +81,19 @@ class sigint_ignored:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
         return False
+
+
+def stop_children(children: list, timeout: float, while_waiting: Callable[[], None]) -> None:
+    """Give children (already told to stop) timeout seconds to exit, calling while_waiting meanwhile
+    (it must not block for long: e.g. read what they still send, as a child cannot exit while its
+    queued messages are unread); then terminate, and at last kill, any still alive."""
+    deadline = time.monotonic() + timeout
+    while any(child.is_alive() for child in children) and time.monotonic() < deadline:
+        while_waiting()
+    for child in children:
+        if child.is_alive():
+            child.terminate()
+            child.join(2.0)
+        if child.is_alive():
+            child.kill()
+            child.join(2.0)

@@ -5,7 +5,7 @@
 
 The Hogwild backend (hogwild.py) shares one model through this machine's memory. Machines share no
 memory, so here one actor, the parameter server, holds the network and the optimizer, and each
-worker actor, on whatever machine Ray places it, loops (worker.worker_loop, the same loop):
+worker actor, on whatever machine Ray places it, loops (worker_loop.worker_loop, the same loop):
 
     pull the latest weights -> collect one rollout -> its clipped gradient -> push it
 
@@ -40,13 +40,13 @@ from typing import Any
 import torch
 
 from a3c_course.a3c.model import ActorCritic
-from a3c_course.a3c.optim import make_shared_optimizer
-from a3c_course.a3c.worker import annealed_lr, apply_gradient, worker_loop
 from a3c_course.training.checkpoint import BEST_CHECKPOINT_NAME as BEST_NAME
 from a3c_course.training.checkpoint import best_eval_mean
 from a3c_course.training.config import RAY_MISSING, TrainConfig
 from a3c_course.training.evaluate import evaluation_loop
+from a3c_course.training.parameter_server import ParameterServer, copy_weights, load_weights
 from a3c_course.training.processes import sigint_ignored
+from a3c_course.training.worker_loop import worker_loop
 
 try:
     import ray
@@ -60,69 +60,6 @@ STOP_CHECK_S = 0.5  # how often a link without fresh replies asks the server whe
 REFRESH_S = 5.0  # how often the parent copies the server's weights while the run goes on
 START_TIMEOUT_S = 120.0  # for the worker actors to come up
 MAX_RESTARTS = 10  # lost actors replaced in one run; one more ends it (something is wrong)
-
-
-def _weights(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [p.detach().clone() for p in model.parameters()]
-
-
-def _load(model: torch.nn.Module, weights: list[torch.Tensor]) -> None:
-    with torch.no_grad():
-        for param, value in zip(model.parameters(), weights, strict=True):
-            param.copy_(value)
-
-
-class ParameterServer:
-    """The network and the optimizer; each pushed gradient is applied on arrival.
-
-    A reply is (updates, weights, steps, stopping): the number of updates applied so far (the
-    weights' version), the weights, the run's agent steps, and whether the run is stopping.
-    """
-
-    def __init__(self, config, architecture, weights, optimizer_state, steps: int):
-        self.config = config
-        self.model = ActorCritic(**architecture)
-        _load(self.model, weights)
-        self.optimizer = make_shared_optimizer(config.optimizer, self.model.parameters(), config.lr)
-        if optimizer_state is not None:
-            self.optimizer.load_state_dict(optimizer_state)
-        self.steps, self.updates, self.stopping = steps, 0, False
-        self.records: list[dict[str, Any]] = []
-        self.staleness: list[int] = []  # of every gradient applied, in order
-
-    def pull(self) -> tuple:
-        return self.updates, _weights(self.model), self.steps, self.stopping
-
-    def push(self, grads: list[torch.Tensor], pulled_at: int, steps: int) -> tuple:
-        """Apply one worker's gradient; return the reply and the gradient's staleness."""
-        lr = annealed_lr(self.config, self.steps)
-        apply_gradient(self.model, self.optimizer, grads, lr)
-        staleness = self.updates - pulled_at
-        self.staleness.append(staleness)
-        self.updates += 1
-        self.steps += steps
-        return self.pull(), staleness
-
-    def post(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
-
-    def drain(self) -> tuple[list[dict[str, Any]], int]:
-        """The records posted since the last drain, and the run's steps."""
-        records, self.records = self.records, []
-        return records, self.steps
-
-    def stop(self) -> None:
-        self.stopping = True
-
-    def is_stopping(self) -> bool:
-        return self.stopping
-
-    def state(self) -> tuple[list[torch.Tensor], dict[str, Any], int]:
-        """The weights, the optimizer's state and the steps: what a checkpoint keeps."""
-        return _weights(self.model), self.optimizer.state_dict(), self.steps
-
-    def staleness_counts(self) -> list[int]:
-        return list(self.staleness)
 
 
 class ServerActor(ParameterServer):
@@ -170,7 +107,7 @@ class ServerLink:
     def pull(self, model: torch.nn.Module) -> None:
         if self.weights is None:
             self._take(ray.get(self.server.pull.remote()))
-        _load(model, self.weights)
+        load_weights(model, self.weights)
         self.weights = None
 
     def push(self, model: torch.nn.Module, steps: int) -> tuple[int, int]:
@@ -185,7 +122,7 @@ class ServerLink:
 
 class LoopActor:
     """One Ray actor that runs one of the course's loops against the parameter server: a worker's
-    (worker.worker_loop) or the evaluator's (evaluate.evaluation_loop)."""
+    (worker_loop.worker_loop) or the evaluator's (evaluate.evaluation_loop)."""
 
     def __init__(self, config: TrainConfig, server, architecture: dict[str, Any]):
         torch.set_num_threads(1)  # one core per actor, as a Hogwild child process
@@ -238,7 +175,7 @@ class RayBackend:
             ray.remote(ServerActor)
             .options(name=f"a3c-{self.run_id}-server", scheduling_strategy=self.here)
             .remote(
-                self.actor_config, model.architecture, _weights(model), self.optimizer_saved, steps
+                self.actor_config, model.architecture, copy_weights(model), self.optimizer_saved, steps
             )
         )
         self.actors.append(self.server)
@@ -370,7 +307,7 @@ class RayBackend:
             weights, self.optimizer_saved, self.model_steps = ray.get(self.server.state.remote())
         except RayActorError:
             return  # receive() says so; the last weights heard of are kept
-        _load(self.model, weights)
+        load_weights(self.model, weights)
         self.refreshed_at = time.monotonic()
 
     def stop(self, take: Callable[[list[dict[str, Any]]], None]) -> None:

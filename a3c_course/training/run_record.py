@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,18 +169,6 @@ def load_resume_point(config: TrainConfig, network: ActorCritic) -> ResumePoint:
 def snapshot_steps(path: Path) -> int:
     """The step count in a snapshot's name (snapshot-0000123456.pt)."""
     return int(path.stem.split("-")[1])
-
-
-def atomic_torch_save(payload: Any, path: Path) -> None:
-    """torch.save to a temporary file beside path, then rename: never a half-written file."""
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def _after_every_worker_reported(losses: list[dict], workers: int) -> list[dict]:

@@ -1,6 +1,7 @@
 """Asynchronous training: one shared model, N workers, one evaluator; on this machine or a cluster.
 
-    from a3c_course.training.config import TrainConfig
+    from a3c_course.training.backend import Backend, build_shared_model, make_backend
+from a3c_course.training.config import TrainConfig
     from a3c_course.training.trainer import train
 
     result = train(TrainConfig(game="pong", workers=2, max_minutes=10))
@@ -15,8 +16,8 @@ What happens:
    `multiprocessing.get_context(config.start_method)`, fork by default on Linux, spawn elsewhere.
    The process functions live in the package, not in a notebook, because spawn must import them by
    name in the child. With config.backend "ray" the workers and the evaluator are Ray actors and a
-   parameter server actor holds the model and the optimizer instead (cluster.py).
-3. Each worker loops (worker.worker_loop): copy the shared weights, play a rollout, compute the
+   parameter server actor holds the model and the optimizer instead (ray_backend.py).
+3. Each worker loops (worker_loop.py): copy the shared weights, play a rollout, compute the
    gradient of its loss, apply it to the shared weights with the shared optimizer, without locks
    (Hogwild). Workers send finished episodes and losses to the parent through a queue; the
    evaluator sends its scores.
@@ -42,9 +43,8 @@ which go on counting from where they were. max_steps counts all the run's steps;
 counts this session's wall time.
 
 This module is the parent's bookkeeping, the same whatever runs the workers: records, progress,
-budgets, snapshots, checkpoints. A backend (hogwild.py, cluster.py) is only what differs: how the
-workers start, reach the parameters, report and stop. The run's files and result are
-run_record.py's.
+budgets, snapshots, checkpoints. A backend (backend.py's protocol) is only what differs. The run's
+files and result are run_record.py's.
 """
 
 from __future__ import annotations
@@ -59,10 +59,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from a3c_course.a3c.envs import make_env
-from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.optim import make_shared_optimizer
-from a3c_course.a3c.worker import env_options
+from a3c_course.training.backend import Backend, build_shared_model, make_backend
 from a3c_course.training.checkpoint import (
     BEST_CHECKPOINT_NAME,
     CHECKPOINT_NAME,
@@ -74,51 +72,21 @@ from a3c_course.training.checkpoint import (
 )
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.evaluate import score_snapshots
-from a3c_course.training.hogwild import HogwildBackend
+from a3c_course.training.files import replace_atomically
 from a3c_course.training.run_record import (
     CONFIG_NAME,
     METRICS_NAME,
     OPTIMIZER_NAME,
     SNAPSHOTS_NAME,
-    STOP_REASONS,
-    ResumePoint,
     TrainResult,
     WorkerError,
-    atomic_torch_save,
     load_resume_point,
-    read_metrics,
     snapshot_steps,
 )
 from a3c_course.training.runlock import hold_run_folder
 
-# The run's records and files are run_record.py's; they are imported from here too.
-__all__ = [
-    "train",
-    "TrainResult",
-    "WorkerError",
-    "STOP_REASONS",
-    "build_shared_model",
-    "ResumePoint",
-    "load_resume_point",
-    "read_metrics",
-    "CHECKPOINT_NAME",
-    "CONFIG_NAME",
-    "METRICS_NAME",
-    "OPTIMIZER_NAME",
-    "SNAPSHOTS_NAME",
-]
-
 POLL_S = 0.1  # how long the parent waits for a message before checking budgets and children
 CALLBACK_INTERVAL_S = 1.0  # at most one on_metrics call per second
-
-
-def build_shared_model(config: TrainConfig) -> ActorCritic:
-    """The network for config.game, seeded with config.seed, its weights in shared memory."""
-    probe = make_env(config.game, **env_options(config))  # the workers' frames: their size
-    torch.manual_seed(config.seed)
-    model = ActorCritic.for_env(probe, **config.network_options)
-    probe.close()
-    return model.share_memory()
 
 
 def train(
@@ -162,7 +130,8 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
         (out_dir / BEST_CHECKPOINT_NAME).unlink(missing_ok=True)
         for snapshot in (out_dir / SNAPSHOTS_NAME).glob("*.pt"):
             snapshot.unlink()
-    (out_dir / CONFIG_NAME).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    settings = json.dumps(config.to_dict(), indent=2) + "\n"
+    replace_atomically(out_dir / CONFIG_NAME, lambda temp: temp.write_text(settings))
     shared_model = build_shared_model(config)
     optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
     if point is not None:
@@ -176,24 +145,11 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
     return _Run(backend, out_dir, on_metrics, progress, point).execute()
 
 
-def make_backend(config: TrainConfig, model: ActorCritic, optimizer, steps: int):
-    """The backend that config.backend names, holding model and optimizer (steps so far)."""
-    if config.backend == "ray":
-        from a3c_course.training.ray_backend import (
-            RayBackend,  # Ray is an optional extra: imported only when asked for
-        )
-
-        return RayBackend(config, model, optimizer, steps)
-    return HogwildBackend(config, model, optimizer, steps)
-
-
 class _Run:
     """The parent's side of one training run: start, watch, stop, save. How the workers run is the
-    backend's (hogwild.py, cluster.py): start(live_evaluator, best_mean), steps, receive(timeout) ->
-    records, dead_child() -> None or what happened, stop(take), latest_model(), optimizer_state().
-    """
+    backend's (backend.Backend)."""
 
-    def __init__(self, backend, out_dir, on_metrics, progress, point=None):
+    def __init__(self, backend: Backend, out_dir, on_metrics, progress, point=None):
         config = backend.config
         self.backend = backend
         self.config = config
@@ -441,4 +397,5 @@ class _Run:
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
         )
-        atomic_torch_save(self.backend.optimizer_state(), self.optimizer_path)
+        state = self.backend.optimizer_state()
+        replace_atomically(self.optimizer_path, lambda temp: torch.save(state, temp))

@@ -27,19 +27,13 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 import torch.multiprocessing as mp
 
 from a3c_course.a3c.model import ActorCritic
-from a3c_course.a3c.worker import (
-    EnvRunner,
-    collect_rollout,
-    make_worker_envs,
-    rollout_loss,
-    sync_from_shared,
-    update_shared,
-)
+from a3c_course.a3c.worker import EnvRunner, LocalLink, worker_step
 from a3c_course.lessons.exercises.core import call_learner, report
 from a3c_course.lessons.exercises.update_trace import (
     Scenario,
@@ -49,6 +43,7 @@ from a3c_course.lessons.exercises.update_trace import (
     returned_problem,
     trace_updates,
 )
+from a3c_course.training.worker_loop import make_worker_envs, step_options
 
 HINTS = {
     "4.1": [
@@ -328,16 +323,37 @@ def fill_from_child(tensor: torch.Tensor, value: float) -> None:
     tensor.fill_(value)
 
 
+class _ProbeClock:
+    """A clock for worker_step (a3c.worker.Clock) that notes, after the pull, when it ended and
+    the shared Adam's step counter; after the push, when it ended and the updates that other
+    workers made in between (the counter's rise, less this worker's own update)."""
+
+    def __init__(self, counter: torch.Tensor, start: float):
+        self.counter, self.start = counter, start
+        self.staleness: list[int] = []
+        self.times: list[tuple[float, float]] = []
+
+    @contextmanager
+    def __call__(self, part: str):
+        yield
+        if part == "sync":
+            self.synced_at, self.seen = time.monotonic() - self.start, int(self.counter)
+        elif part == "optimizer":
+            self.staleness.append(max(int(self.counter) - self.seen - 1, 0))
+            self.times.append((self.synced_at, time.monotonic() - self.start))
+
+
 def hogwild_probe(
     worker_id, config, shared_model, optimizer, seconds, threads, start, queue
 ) -> None:
-    """Child process: the worker loop of a3c_course.a3c.worker (sync, rollout, loss, update), run for
-    `seconds` with `threads` intra-op threads, measuring what the worker loop does not report.
+    """Child process: the workers' own step (a3c.worker.worker_step: pull, rollout, loss, push) run
+    for `seconds` with `threads` intra-op threads, with a clock that measures what the workers do
+    not report.
 
     Puts one dict on queue: steps and updates done, the loop's duration, and per rollout the
     staleness, i.e. how many updates by other workers landed on the shared model between this
-    worker's sync and the end of its own update (read from the shared optimizer's step counter), and
-    the (sync, update) times in seconds since `start` (time.monotonic() in the parent; the clock is
+    worker's pull and the end of its own update (read from the shared optimizer's step counter), and
+    the (pull, update) times in seconds since `start` (time.monotonic() in the parent; the clock is
     system-wide). On an error it puts {"worker": id, "error": traceback}.
     """
     torch.set_num_threads(threads)
@@ -347,19 +363,12 @@ def hogwild_probe(
         local = ActorCritic(**shared_model.architecture)
         runner = EnvRunner(make_worker_envs(config, worker_id), shared_model.hidden_size)
         counter = optimizer.state[next(iter(shared_model.parameters()))]["step"]  # shared
-        staleness, times, steps, updates = [], [], 0, 0
+        link, options = LocalLink(shared_model, optimizer), step_options(config)
+        clock, steps, updates = _ProbeClock(counter, start), 0, 0
         began = time.monotonic()
         try:
             while time.monotonic() - began < seconds:
-                sync_from_shared(local, shared_model)
-                synced_at, seen = time.monotonic() - start, int(counter)
-                rollout, _ = collect_rollout(local, runner, config.rollout_steps)
-                loss = rollout_loss(rollout, config)
-                update_shared(local, shared_model, optimizer, loss.total, config.max_grad_norm)
-                # Updates since our sync, less our own: those of other workers, up to our step.
-                staleness.append(max(int(counter) - seen - 1, 0))
-                times.append((synced_at, time.monotonic() - start))
-                steps += rollout.steps
+                steps += worker_step(local, runner, link, clock=clock, **options).rollout.steps
                 updates += 1
         finally:
             runner.close()
@@ -371,8 +380,8 @@ def hogwild_probe(
                 "updates": updates,
                 "seconds": duration,
                 "steps_per_s": steps / duration,
-                "staleness": staleness,
-                "times": times,
+                "staleness": clock.staleness,
+                "times": clock.times,
             }
         )
     except BaseException:

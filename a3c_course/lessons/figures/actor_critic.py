@@ -188,7 +188,7 @@ def record_play(model: nn.Module, n_steps: int, seed: int, greedy: bool = False,
     training does). Returns a dict of arrays, one row per step.
     """
     from a3c_course.a3c.envs import frame_options, make_env
-    from a3c_course.a3c.model import sample_action
+    from a3c_course.a3c.model import choose_action
 
     # the frames the network was built for (84x84 for the shipped Pong agent); a network built in
     # Unit 2 by hand has no obs_shape and reads the course's 42x42
@@ -201,7 +201,7 @@ def record_play(model: nn.Module, n_steps: int, seed: int, greedy: bool = False,
     with torch.no_grad(), one_thread():
         for _ in range(n_steps):
             value, logits, state = model(torch.from_numpy(frame).unsqueeze(0), state)
-            action = logits.argmax(-1).item() if greedy else sample_action(logits).action.item()
+            action = choose_action(logits, greedy).item()
             record["screen"].append(env.render())
             record["probs"].append(torch.softmax(logits, -1)[0].numpy())
             record["value"].append(value.item())

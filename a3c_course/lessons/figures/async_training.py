@@ -33,8 +33,9 @@ from a3c_course.lessons.figures.decorrelation import (  # noqa: F401 (section 2'
 from a3c_course.lessons.figures.drawing import arrow as _arrow
 from a3c_course.lessons.figures.drawing import box as _box
 from a3c_course.lessons.pretrained import data_folder
+from a3c_course.training.backend import build_shared_model
 from a3c_course.training.config import TrainConfig
-from a3c_course.training.trainer import build_shared_model
+from a3c_course.training.processes import stop_children
 
 # ------------------------------------------------------------------ the picture of A3C
 
@@ -80,7 +81,7 @@ def draw_workers(config: TrainConfig | None = None) -> Figure:
 
 
 def run_probe(config: TrainConfig, workers: int, seconds: float, threads: int = 1):
-    """Run unit4.hogwild_probe (the worker loop, instrumented) in `workers` processes for
+    """Run unit4.hogwild_probe (the workers' step, with a clock) in `workers` processes for
     `seconds`; return (their reports, sorted by worker; the shared Adam's step counter)."""
     shared_model = build_shared_model(config)
     optimizer = make_shared_optimizer(config.optimizer, shared_model.parameters(), config.lr)
@@ -93,11 +94,7 @@ def run_probe(config: TrainConfig, workers: int, seconds: float, threads: int = 
             children[-1].start()
         reports = [queue.get(timeout=seconds + 120) for _ in children]
     finally:  # never leave a child behind, even after an error or the stop button
-        for child in children:
-            child.join(timeout=10)
-            if child.is_alive():
-                child.kill()
-                child.join()
+        stop_children(children, timeout=10, while_waiting=lambda: time.sleep(0.05))
     for report in reports:
         if "error" in report:
             raise RuntimeError(f"worker {report['worker']} failed:\n{report['error']}")

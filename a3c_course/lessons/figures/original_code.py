@@ -30,7 +30,7 @@ from a3c_course.a3c.worker import sync_from_shared, update_shared
 BLOCKS = (
     ("A", "1-7", "imports", "envs.make_env, model.ActorCritic"),
     ("B", "10-14", "ensure_shared_grads", "step 4 of worker.update_shared"),
-    ("C", "16-24", "set-up: seeds, env, model", "worker.worker_loop, EnvRunner"),
+    ("C", "16-24", "set-up: seeds, env, model", "worker_loop.worker_loop, EnvRunner"),
     ("D", "25-33", "top of the loop: sync, LSTM state", "worker.sync_from_shared"),
     ("E", "34-57", "the rollout", "worker.collect_rollout, model.sample_action"),
     ("F", "58-62", "the bootstrap value", "collect_rollout's next_values"),

@@ -129,7 +129,7 @@ class GameplayPanel(Panel):
     def _player(self):
         """(model or None for random play, game, who): the network the checkpoint box names."""
         from a3c_course.lessons import pretrained
-        from a3c_course.lessons.video import load_player
+        from a3c_course.lessons.play import load_player
 
         text = self.checkpoint.value.strip()
         source = pretrained.checkpoint(self.game.value) if text == PRETRAINED else text or None
@@ -138,12 +138,8 @@ class GameplayPanel(Panel):
 
     def play(self) -> bool:
         """Record and show the video; False with the error in place when it cannot."""
-        from a3c_course.lessons.video import (
-            captioned_frames,
-            play_episodes,
-            show_video,
-            write_video,
-        )
+        from a3c_course.lessons.play import play_episodes
+        from a3c_course.lessons.video import captioned_frames, show_video, write_video
         from a3c_course.training.checkpoint import CheckpointError
 
         self.play_button.disabled = True

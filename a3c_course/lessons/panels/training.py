@@ -178,7 +178,8 @@ class TrainingPanel(Panel):
             )
 
     def _run(self, config: TrainConfig) -> None:
-        from a3c_course.training.trainer import WorkerError, train
+        from a3c_course.training.run_record import WorkerError
+        from a3c_course.training.trainer import train
 
         try:
             self.result = train(config, on_metrics=self.on_metrics, progress=False)
