@@ -1,4 +1,4 @@
-"""The Ray backend (cluster.py): its parameter server against an independent optimizer, then whole
+"""The Ray backend (training/ray_backend.py): its parameter server against an independent optimizer, then whole
 runs on a simulated two-node cluster on this machine (ray.cluster_utils.Cluster): CartPole learnt
 as by the Hogwild backend's test, a killed worker replaced, the parameter server lost, checkpoints
 moving between the backends, and Ctrl-C leaving no Ray process behind."""

@@ -9,9 +9,8 @@
 The actor's outputs are the logits of a policy, not Q-values: softmax(logits) is pi(.|s).
 
 The course's network has F = 16 filters with ReLU and an LSTM of 128 (COURSE_NETWORK); the original
-course's had 32 filters with ELU and an LSTM of 256 (ORIGINAL_NETWORK). Both learn Pong at about the
-same pace per agent step, but the course's takes 40% less time per step on a CPU, which moves a
-worker's speed closer to the emulator's (benchmarks/README.md, 2026-12-04).
+course's had 32 filters with ELU and an LSTM of 256 (ORIGINAL_NETWORK). The smaller one costs less
+time per agent step on a CPU; how the two compare is measured in benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -42,6 +42,10 @@ def _step_counter(fused: bool = False) -> torch.Tensor:
     return torch.zeros((), dtype=dtype)
 
 
+def _zeros_like(p: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(p, memory_format=torch.preserve_format)
+
+
 def _check_cpu(params) -> None:
     for p in params:
         if p.device.type != "cpu":
@@ -51,7 +55,20 @@ def _check_cpu(params) -> None:
 
 
 class _SharedState:
-    """What both shared optimizers add to the stock ones: state kept in shared memory."""
+    """What both shared optimizers add to the stock ones: each parameter's state created up front
+    (initial_state), then kept in shared memory."""
+
+    def __init__(self, params, *args, **kwargs):
+        super().__init__(params, *args, **kwargs)
+        for group in self.param_groups:
+            _check_cpu(group["params"])
+            for p in group["params"]:
+                self.state[p].update(self.initial_state(group, p))
+        self.share_memory()
+
+    def initial_state(self, group: dict, p: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The state the stock optimizer would create for p at its first step."""
+        raise NotImplementedError
 
     def share_memory(self):
         """Move every state tensor to shared memory (in place; called by __init__)."""
@@ -75,20 +92,15 @@ class SharedAdam(_SharedState, torch.optim.Adam):
     here: pass lr explicitly.
     """
 
-    def __init__(self, params, *args, **kwargs):
-        super().__init__(params, *args, **kwargs)
-        for group in self.param_groups:
-            _check_cpu(group["params"])
-            for p in group["params"]:
-                state = self.state[p]
-                state["step"] = _step_counter(bool(group.get("fused")))
-                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = torch.zeros_like(
-                        p, memory_format=torch.preserve_format
-                    )
-        self.share_memory()
+    def initial_state(self, group: dict, p: torch.Tensor) -> dict[str, torch.Tensor]:
+        state = {
+            "step": _step_counter(bool(group.get("fused"))),
+            "exp_avg": _zeros_like(p),
+            "exp_avg_sq": _zeros_like(p),
+        }
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _zeros_like(p)
+        return state
 
 
 class SharedRMSprop(_SharedState, torch.optim.RMSprop):
@@ -99,21 +111,13 @@ class SharedRMSprop(_SharedState, torch.optim.RMSprop):
     torch's default); the update is RMSprop's own (the stock `step()`).
     """
 
-    def __init__(self, params, *args, **kwargs):
-        super().__init__(params, *args, **kwargs)
-        for group in self.param_groups:
-            _check_cpu(group["params"])
-            for p in group["params"]:
-                state = self.state[p]
-                state["step"] = _step_counter()
-                state["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                if group["momentum"] > 0:
-                    state["momentum_buffer"] = torch.zeros_like(
-                        p, memory_format=torch.preserve_format
-                    )
-                if group["centered"]:
-                    state["grad_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        self.share_memory()
+    def initial_state(self, group: dict, p: torch.Tensor) -> dict[str, torch.Tensor]:
+        state = {"step": _step_counter(), "square_avg": _zeros_like(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = _zeros_like(p)
+        return state
 
 
 OPTIMIZERS = {"adam": SharedAdam, "rmsprop": SharedRMSprop}

@@ -36,13 +36,14 @@ def _validate(gamma: float, lam: float | None = None) -> None:
         raise ValueError(f"lam (the GAE lambda) must be in [0, 1], got {lam!r}")
 
 
-def _rollout_tensors(**named) -> tuple[list[torch.Tensor], bool]:
-    """The named inputs as (T, B) tensors, and whether they were all 1-D (T,).
+def _rollout_tensors(names: str, *inputs) -> tuple[list[torch.Tensor], bool]:
+    """The inputs (named in order by `names`, for the errors) as (T, B) tensors, and whether they
+    were all 1-D (T,).
 
     Raises ValueError, naming the arguments and their shapes, unless every input is (T,) or (T, B)
     with the same T and B once (T,) is read as (T, 1).
     """
-    tensors = {name: torch.as_tensor(x) for name, x in named.items()}
+    tensors = {name: torch.as_tensor(x) for name, x in zip(names.split(), inputs, strict=True)}
     for name, x in tensors.items():
         if x.dim() not in (1, 2):
             raise ValueError(f"{name} must be (T,) or (T, B), got shape {tuple(x.shape)}")
@@ -71,7 +72,7 @@ def td_errors(rewards, values, next_values, terminated, gamma: float) -> torch.T
     """delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t), shape (T, B) (or (T,))."""
     _validate(gamma)
     (rewards, values, next_values, terminated), one_dim = _rollout_tensors(
-        rewards=rewards, values=values, next_values=next_values, terminated=terminated
+        "rewards values next_values terminated", rewards, values, next_values, terminated
     )
     rewards, values, next_values = _float(rewards, values, next_values)
     alive = 1.0 - terminated.to(rewards.dtype)
@@ -90,11 +91,8 @@ def gae(
     """
     _validate(gamma, lam)
     (rewards, values, next_values, terminated, truncated), one_dim = _rollout_tensors(
-        rewards=rewards,
-        values=values,
-        next_values=next_values,
-        terminated=terminated,
-        truncated=truncated,
+        "rewards values next_values terminated truncated",
+        *(rewards, values, next_values, terminated, truncated),
     )
     deltas = td_errors(rewards, values, next_values, terminated, gamma)  # (T, B): inputs are 2-D
     done = terminated.bool() | truncated.bool()
@@ -117,7 +115,7 @@ def n_step_returns(rewards, next_values, terminated, truncated, gamma: float) ->
     """
     _validate(gamma)
     (rewards, next_values, terminated, truncated), one_dim = _rollout_tensors(
-        rewards=rewards, next_values=next_values, terminated=terminated, truncated=truncated
+        "rewards next_values terminated truncated", rewards, next_values, terminated, truncated
     )
     rewards, next_values = _float(rewards, next_values)
     alive = 1.0 - terminated.to(rewards.dtype)
@@ -166,11 +164,8 @@ def a3c_loss(
         if not (math.isfinite(coef) and coef >= 0.0):
             raise ValueError(f"{name} must be a finite number >= 0, got {coef!r}")
     (log_probs, entropies, values, advantages, returns), _ = _rollout_tensors(
-        log_probs=log_probs,
-        entropies=entropies,
-        values=values,
-        advantages=advantages,
-        returns=returns,
+        "log_probs entropies values advantages returns",
+        *(log_probs, entropies, values, advantages, returns),
     )
     n_envs = log_probs.shape[1]
     entropy = entropies.sum() / n_envs

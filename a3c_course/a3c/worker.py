@@ -1,6 +1,6 @@
 """One A3C worker: collect a rollout with a local copy of the shared model, then update the shared model.
 
-The original course's `train()` rebuilt, with its faults fixed. One pass of the worker's loop:
+The original course's `train()` rebuilt, with its faults fixed. One pass of a worker:
 
     link.pull(local)                             copy the shared weights into the local model
     rollout, episodes = collect_rollout(...)     n steps in each of the worker's environments
@@ -15,15 +15,11 @@ shared memory (LocalLink here; the Hogwild backend's across processes), or a par
 reached from a Ray actor. The pieces are plain functions, so a notebook can call them one at a
 time, in its own process, without any multiprocessing.
 
-What changed from the original, and why:
-- Exactly one rollout's gradient per optimizer step. The original's `ensure_shared_grads` made the
-  shared parameters' `.grad` alias the local ones, then relied on `optimizer.zero_grad()` to zero
-  them in place. Since PyTorch 2.0, `zero_grad()` sets the shared `.grad` to None instead, the local
-  gradients are never zeroed, and each `backward()` adds to them: update k applied the sum of k
-  rollouts' gradients. Here the local gradients are cleared before each backward pass and handed to
-  the shared parameters after it, every time.
-- Episode lengths are counted in agent steps (the original counted rollouts), and a time limit is a
-  truncation (bootstrap from V of the final observation), not a game over.
+How, and why:
+- Exactly one rollout's gradient per optimizer step: the local gradients are cleared before each
+  backward pass and handed to the shared parameters after it, every time. (The original course's
+  update summed every past rollout's gradient under PyTorch 2.x: the appendix notebook shows it.)
+- A time limit is a truncation (bootstrap from V of the final observation), not a game over.
 - Several environments per worker (`envs_per_worker`) are stepped together with one batched forward
   pass per step: the same algorithm for each environment, far fewer calls into the network.
   One environment per worker is the paper's A3C.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
+from collections.abc import Callable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -38,3 +40,16 @@ def check_writable(folder: str) -> None:
         raise UsageError(
             f"cannot write to the output folder {folder}: {error.strerror or error}"
         ) from None
+
+
+def add_command(
+    subparsers, name: str, run: Callable[[argparse.Namespace], int] | None, help: str, **options
+) -> argparse.ArgumentParser:
+    """The parser of `a3c-course NAME`: its one-line help, and as its --help description run's
+    docstring (unless options give one); parsing it sets args.run = run."""
+    if run is not None:
+        options.setdefault("description", inspect.cleandoc(run.__doc__ or ""))
+    parser = subparsers.add_parser(name, help=help, **options)
+    if run is not None:
+        parser.set_defaults(run=run)
+    return parser

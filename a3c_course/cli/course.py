@@ -5,23 +5,31 @@ from __future__ import annotations
 
 import argparse
 
-from a3c_course.cli.common import EXIT_FAILED, EXIT_OK, Parser, UsageError, positive_int
+from a3c_course.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Parser,
+    UsageError,
+    add_command,
+    positive_int,
+)
 
 # -- doctor --------------------------------------------------------------------------------------
 
 
 def add_doctor(subparsers) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "doctor",
-        help="check this machine for the course: versions, ROMs, CPUs, video, widgets",
-        description="Print what a bug report needs (Python, torch, gymnasium, ale-py and numpy "
-        "versions; whether the Breakout and Pong ROMs load; CPUs and start method; GPU; video "
-        "writing; widgets) with a fix for each problem. Exit status 0 when all is well, 1 otherwise.",
+        run_doctor,
+        "check this machine for the course: versions, ROMs, CPUs, video, widgets",
     )
-    parser.set_defaults(run=run_doctor)
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    """Print what a bug report needs (Python, torch, gymnasium, ale-py and numpy versions; whether
+    the Breakout and Pong ROMs load; CPUs and start method; GPU; video writing; widgets) with a
+    fix for each problem. Exit status 0 when all is well, 1 otherwise."""
     from a3c_course.lessons.doctor import run_doctor as diagnose
 
     return EXIT_OK if diagnose() else EXIT_FAILED
@@ -31,8 +39,10 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 
 def add_exercises(subparsers) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "exercises",
+        None,
         help="the instructor edition of the notebooks, and a per-exercise report on a notebook",
         description="`instructor` writes the notebooks with every exercise's solution in place "
         "of its stub and outputs cleared; `check` runs a learner's notebook headless and reports "

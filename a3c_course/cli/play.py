@@ -13,7 +13,7 @@ import argparse
 import os
 
 from a3c_course.a3c.envs import STICKY_ACTIONS
-from a3c_course.cli.common import EXIT_OK, UsageError, check_writable, positive_int
+from a3c_course.cli.common import EXIT_OK, UsageError, add_command, check_writable, positive_int
 from a3c_course.training.checkpoint import CheckpointError, check_game, load_checkpoint
 
 # -- evaluate ------------------------------------------------------------------------------------
@@ -22,11 +22,11 @@ from a3c_course.training.checkpoint import CheckpointError, check_game, load_che
 def add_evaluate(subparsers) -> None:
     from a3c_course.training.evaluate import DEFAULT_MAX_STEPS_PER_EPISODE
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "evaluate",
-        help="play episodes with a trained checkpoint and print its raw scores",
-        description="Play episodes with a checkpoint's network and print the raw game score of "
-        "each, then their mean, standard deviation, minimum and maximum.",
+        run_evaluate,
+        "play episodes with a trained checkpoint and print its raw scores",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -55,7 +55,6 @@ def add_evaluate(subparsers) -> None:
         help="Atari: probability that the emulator repeats the previous action (the field's "
         "protocol: 0.25; 0: the deterministic game)",
     )
-    parser.set_defaults(run=run_evaluate)
 
 
 def checkpoint_from_args(args: argparse.Namespace):
@@ -77,6 +76,8 @@ def checkpoint_from_args(args: argparse.Namespace):
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    """Play episodes with a checkpoint's network and print the raw game score of each, then their
+    mean, standard deviation, minimum and maximum."""
     from a3c_course.training.evaluate import evaluate
 
     checkpoint = checkpoint_from_args(args)
@@ -116,11 +117,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def add_play(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "play",
-        help="write a gameplay video of a checkpoint (or of random play)",
-        description="Record episodes of a checkpoint's network (or of random actions, without "
-        "--checkpoint) with the score in a caption, and write them as an MP4 (or GIF) video.",
+    parser = add_command(
+        subparsers, "play", run_play, "write a gameplay video of a checkpoint (or of random play)"
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -165,10 +163,11 @@ def add_play(subparsers) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="episode k starts from seed + k (default: 0)"
     )
-    parser.set_defaults(run=run_play)
 
 
 def run_play(args: argparse.Namespace) -> int:
+    """Record episodes of a checkpoint's network (or of random actions, without --checkpoint) with
+    the score in a caption, and write them as an MP4 (or GIF) video."""
     from a3c_course.lessons.play import load_player
     from a3c_course.lessons.reports import write_gameplay_video
     from a3c_course.lessons.video import VIDEO_FORMATS

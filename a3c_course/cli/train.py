@@ -12,7 +12,14 @@ import importlib.util
 import sys
 from collections.abc import Callable
 
-from a3c_course.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, check_writable
+from a3c_course.cli.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    add_command,
+    check_writable,
+)
 from a3c_course.training.checkpoint import CheckpointError, load_checkpoint
 from a3c_course.training.config import PRESETS, RAY_MISSING, TrainConfig, preset
 
@@ -55,16 +62,8 @@ def flag_help(field: dataclasses.Field) -> str:
 
 
 def add_train(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "train",
-        help="train an agent with asynchronous workers (A3C)",
-        description="Train an A3C agent: worker processes update one shared model (Hogwild), an "
-        "evaluator process scores it with the greedy policy; with --backend ray the workers are "
-        "Ray actors, on this machine or a cluster (--address), around one parameter server. "
-        "Stops at the first budget reached "
-        "(--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt, "
-        "metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) "
-        "and a short video of the final agent (gameplay.mp4).",
+    parser = add_command(
+        subparsers, "train", run_train, "train an agent with asynchronous workers (A3C)"
     )
     for field in dataclasses.fields(TrainConfig):  # every field a flag, all read from its Setting
         setting = field.metadata["setting"]
@@ -99,7 +98,6 @@ def add_train(subparsers) -> None:
         action="store_false",
         help="do not write learning_curve.png and gameplay.mp4 at the end",
     )
-    parser.set_defaults(run=run_train)
 
 
 def _describe(values: dict) -> str:
@@ -135,6 +133,12 @@ def resumed_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    """Train an A3C agent: worker processes update one shared model (Hogwild), an evaluator process
+    scores it with the greedy policy; with --backend ray the workers are Ray actors, on this
+    machine or a cluster (--address), around one parameter server. Stops at the first budget
+    reached (--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt,
+    metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) and a
+    short video of the final agent (gameplay.mp4)."""
     from a3c_course.training.run_record import WorkerError
     from a3c_course.training.runlock import RunFolderInUse
     from a3c_course.training.trainer import train  # imported here: `--help` stays fast

@@ -64,7 +64,7 @@ def preset(name: str) -> dict[str, Any]:
 
 EVAL_MODES = ("live", "after")
 # hogwild: worker processes on this machine, one shared model in shared memory (hogwild.py);
-# ray: worker actors on a Ray cluster, one parameter server (cluster.py; the [cluster] extra).
+# ray: worker actors on a Ray cluster, one parameter server (ray_backend.py; the [cluster] extra).
 BACKENDS = ("hogwild", "ray")
 RAY_MISSING = "backend 'ray' needs Ray: pip install 'a3c-course[cluster]' (or pip install ray)"
 

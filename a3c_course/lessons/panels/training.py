@@ -33,13 +33,19 @@ def progress_text(result) -> str:
     parts = [
         f"{result.steps:,} steps ({result.steps_per_s:.0f}/s)",
         f"{result.elapsed_s / 60:.1f} min",
+        *_scores(result, "recent score {:.1f}", "last evaluation {mean:.1f}"),
     ]
-    recent, last = result.recent_score(), result.last_evaluation()
-    if recent is not None:
-        parts.append(f"recent score {recent:.1f}")
-    if last is not None:
-        parts.append(f"last evaluation {last['mean']:.1f}")
     return ", ".join(parts)
+
+
+def _scores(result, recent: str, last: str) -> list[str]:
+    """The run's recent training score and its last evaluation (a record), each in its format,
+    where the run has one."""
+    score, evaluation = result.recent_score(), result.last_evaluation()
+    return [
+        *([recent.format(score)] if score is not None else []),
+        *([last.format(**evaluation)] if evaluation is not None else []),
+    ]
 
 
 def result_html(result) -> str:
@@ -48,11 +54,11 @@ def result_html(result) -> str:
         f"Stopped ({result.stop_reason}) after {result.steps:,} steps in "
         f"{result.elapsed_s / 60:.1f} min.",
     ]
-    recent, last = result.recent_score(), result.last_evaluation()
-    if recent is not None:
-        lines.append(f"Recent training score: {recent:.2f}.")
-    if last is not None:
-        lines.append(f"Last evaluation: {last['mean']:.2f} (at {last['steps']:,} steps).")
+    lines += _scores(
+        result,
+        "Recent training score: {:.2f}.",
+        "Last evaluation: {mean:.2f} (at {steps:,} steps).",
+    )
     lines.append(f"Checkpoint: {result.checkpoint}")
     return "<br>".join(html.escape(line) for line in lines)
 
