@@ -7,7 +7,7 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-.PHONY: setup lab test lint unit notebooks train instructor doctor clean colab-check
+.PHONY: setup lab test quick lint unit notebooks train instructor doctor clean colab-check
 
 setup: $(STAMP)
 
@@ -21,11 +21,18 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# ruff, then import-linter: the layers' import contracts ([tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 unit: $(STAMP)
 	$(BIN)/pytest tests
+
+# The quick loop while editing: the unit tests without the slow ones (learning runs, notebooks,
+# the browser, Ray clusters; @pytest.mark.slow), in two workers. `make test` runs everything.
+quick: $(STAMP)
+	$(BIN)/pytest -m "not slow" -n 2 -q tests
 
 notebooks: $(STAMP)
 	$(BIN)/pytest --nbval notebooks
@@ -69,5 +76,9 @@ instructor: $(STAMP)
 doctor: $(STAMP)
 	$(BIN)/a3c-course doctor
 
+# What the targets, pip and the tools leave behind; runs/ (your trained agents) stays.
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(COLAB_VENV) build dist *.egg-info instructor tests/artifacts
+	rm -rf .pytest_cache .hypothesis .ruff_cache .import_linter_cache
+	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+	find . -path ./.git -prune -o -type d -name .ipynb_checkpoints -prune -exec rm -rf {} +

@@ -1,6 +1,6 @@
 """Learn A3C by building it: the package behind the course's notebooks.
 
-Four layers, each importing only the ones below it (checked by import-linter: `make lint`):
+Five layers, each importing only the ones below it (checked by import-linter: `make lint`):
 
     a3c_course.cli        the `a3c-course` command line
     a3c_course.lessons    the course's material: figures, exercise checks, panels, videos

@@ -140,6 +140,7 @@ def open_notebook(page, url: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_hyperparameter_panel_renders_and_reacts_in_jupyterlab(jupyter_lab):
     base, token, _ = jupyter_lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -225,6 +226,7 @@ def kernel_children(server_pid: int) -> list[psutil.Process]:
     return kernels[0].children(recursive=True)
 
 
+@pytest.mark.slow
 def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
     """Start the Pong run of notebook 04's last section from its training panel (fast mode: a
     1-minute budget), watch the live curve redraw, Stop it, and find no child process of the kernel
@@ -289,6 +291,7 @@ def trained_checkpoint(page) -> str:
     return re.search(r"Checkpoint: (\S+checkpoint\.pt)", text).group(1)
 
 
+@pytest.mark.slow
 def test_every_course_notebook_opens_without_a_javascript_error(jupyter_lab):
     """A console error or an uncaught exception fails; an image from another host that this
     offline machine cannot fetch (the Colab badge) is a network failure, listed, not an error."""

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from a3c_course.cli.main import main
@@ -41,6 +42,7 @@ def test_exercises_instructor_with_no_notebooks_is_a_usage_error(tmp_path, capsy
     assert "no notebooks" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_exercises_check_reports_and_sets_the_exit_status(tmp_path, capsys):
     solved = tmp_path / "solved.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(SOLVED), new_code_cell(CHECK)]), solved)

@@ -59,6 +59,7 @@ def test_the_runs_go_seed_by_seed_through_every_setting(compare, tmp_path, monke
     assert "| b | > 1.0, > 1.0, > 1.0 |" in (tmp_path / "comparison.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_settings_end_to_end_on_cartpole(compare, tmp_path, capsys):
     settings = ["--setting", "a=--max-minutes 0.05 --eval-interval-s 1",

@@ -40,6 +40,7 @@ def test_pong_scores_are_raw_and_episodes_are_cut_at_the_cap():
     assert all(score == int(score) and -21 <= score <= 0 for score in result.scores)
 
 
+@pytest.mark.slow
 def test_a_breakout_agent_that_never_fires_cannot_stall_evaluation():
     """The greedy policy always picks NOOP: FireOnLifeStart serves each ball, the agent loses its
     lives, and every game ends by game over, not at the cap. Game 101 (seed 101) is the one of
@@ -114,6 +115,7 @@ def test_batched_episodes_score_as_if_played_one_at_a_time(parallel):
     assert len(set(result.lengths)) > 1  # the episodes differ, so the order is really checked
 
 
+@pytest.mark.slow
 def test_batched_pong_episodes_match_one_at_a_time():
     """The shipped Pong agent (its frames and its play differ between episodes)."""
     model = pretrained.load("pong")

@@ -76,6 +76,7 @@ def test_the_training_panel_shows_the_folder_in_use(tmp_path):
     assert not (tmp_path / "metrics.jsonl").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_two_processes_racing_for_one_folder(tmp_path):
     """Two `a3c-course train` into one folder, the second started as the first runs: the second
@@ -106,6 +107,7 @@ def test_two_processes_racing_for_one_folder(tmp_path):
     assert all(json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_holder_killed_with_sigkill_leaves_no_hold_and_no_process(tmp_path):
     """The parent SIGKILLed mid-run (a snapshot and a checkpoint every second): its workers notice

@@ -50,6 +50,7 @@ def test_without_stable_baselines3_it_says_how_to_install(script, capsys, monkey
     assert "stable-baselines3 is not installed" in error and '".[bench]"' in error
 
 
+@pytest.mark.slow
 def test_tiny_run_meets_a_low_target_at_its_first_two_evaluations(script, capsys, tmp_path):
     pytest.importorskip("stable_baselines3", reason="the optional bench extra is not installed")
     argv = [

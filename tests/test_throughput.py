@@ -176,6 +176,7 @@ def run_script(name, *args, timeout=120):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["throughput.py", "time_to_score.py", "profile_worker.py"])
 def test_script_help(name):
     done = run_script(name, "--help")
@@ -332,6 +333,7 @@ def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_pat
     assert alone.returncode == 2 and "--rescore needs --from-runs" in alone.stderr
 
 
+@pytest.mark.slow
 def test_time_to_score_rejects_a_bad_setting():
     done = run_script("time_to_score.py", "--game", "CartPole-v1", "--eval-episodes", "0")
     assert done.returncode == 2 and "eval-episodes" in done.stderr

@@ -108,6 +108,7 @@ def test_pong_smoke_run_writes_metrics_and_a_loadable_checkpoint(tmp_path):
     assert_no_children_left([])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_network_trained_on_84x84_frames_is_scored_and_filmed_on_84x84_frames(tmp_path):
     config = TrainConfig(
@@ -123,6 +124,7 @@ def test_a_network_trained_on_84x84_frames_is_scored_and_filmed_on_84x84_frames(
     assert filmed.observations[0].shape == (1, 84, 84)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
     config = TrainConfig(

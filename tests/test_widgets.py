@@ -243,6 +243,7 @@ def test_evaluate_plays_whole_games_and_says_so(cartpole_checkpoint, tmp_path):
     assert panel.evaluate() is False and "Evaluate needs a checkpoint" in panel.evaluation.value
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_evaluate_shows_the_shipped_agents_score_and_whether_the_games_match(tmp_path):
     from a3c_course.lessons import pretrained
