@@ -10,7 +10,12 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from a3c_course.lessons import colab
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import sync_colab  # noqa: E402  (tools/sync_colab.py, the author's tool that rewrites them)
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+RESYNC = "run `python tools/sync_colab.py` to resync"
 
 
 def run_setup_cell(
@@ -82,7 +87,7 @@ def test_unit5s_cell_adds_the_cluster_extra_in_colab_and_says_when_ray_is_missin
     assert 'Ray is missing: `pip install "a3c-course[cluster]"`' in capsys.readouterr().out
     unit5 = nbformat.read(NOTEBOOKS[0].parent / "05_beyond_one_machine.ipynb", as_version=4)
     code_cells = [cell.source for cell in unit5.cells if cell.cell_type == "code"]
-    assert code_cells[1] == colab.CLUSTER_CELL, "run `python -m a3c_course.lessons.colab` to resync"
+    assert code_cells[1] == colab.CLUSTER_CELL, RESYNC
 
 
 def test_the_install_keeps_colabs_torch():
@@ -94,7 +99,7 @@ def test_the_install_keeps_colabs_torch():
 def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
     notebook = nbformat.read(path, as_version=4)
     first_code = next(cell for cell in notebook.cells if cell.cell_type == "code")
-    assert first_code.source == colab.SETUP_CELL, "run `python -m a3c_course.lessons.colab` to resync"
+    assert first_code.source == colab.SETUP_CELL, RESYNC
     assert (
         f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/{colab.COURSE_REF}/notebooks/"
         f"{path.name}" in notebook.cells[0].source
@@ -102,7 +107,7 @@ def test_every_notebook_opens_with_the_setup_cell_and_a_colab_badge(path):
 
 
 def test_readme_has_a_colab_badge_for_every_notebook():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for path in NOTEBOOKS:
         assert (
             f"colab.research.google.com/github/{colab.GITHUB_PATH}/blob/{colab.COURSE_REF}/"
@@ -123,11 +128,23 @@ def test_sync_rewrites_setup_cells_and_badges_for_a_fork(tmp_path, monkeypatch):
     (tmp_path / "README.md").write_text(f"[badge](https://{old})")
     monkeypatch.setattr(colab, "GITHUB_PATH", "me/my-fork")
     monkeypatch.setattr(colab, "COURSE_REF", "v1.2")  # a fork that pins its release
-    changed = colab.sync_setup_cells(notebooks)
+    changed = sync_colab.sync_setup_cells(notebooks)
     assert sorted(p.name for p in changed) == ["README.md", "x.ipynb"]
     synced = nbformat.read(notebooks / "x.ipynb", as_version=4)
     assert "github/me/my-fork/blob/v1.2/notebooks/x.ipynb" in synced.cells[0].source
     assert synced.cells[1].source == colab.SETUP_CELL
     assert synced.cells[2].source == colab.CLUSTER_CELL
     assert "github/me/my-fork/blob/v1.2/" in (tmp_path / "README.md").read_text()
-    assert colab.sync_setup_cells(notebooks) == []  # idempotent
+    assert colab.SETUP_CELL.startswith(sync_colab.SETUP_MARKER)  # so the next sync finds it
+    assert sync_colab.sync_setup_cells(notebooks) == []  # idempotent
+
+
+def test_the_sync_tool_says_when_nothing_needed_changing(tmp_path, capsys):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    cells = [nbformat.v4.new_markdown_cell(f"[badge](https://{sync_colab.badge_target()}x.ipynb)"),
+             nbformat.v4.new_code_cell(colab.SETUP_CELL)]  # fmt: skip
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "x.ipynb")
+    assert sync_colab.main(str(notebooks)) == 0
+    assert capsys.readouterr().out.startswith("nothing to change")
+    assert sync_colab.main(str(tmp_path / "missing")) == 2

@@ -57,7 +57,7 @@ def test_the_learners_notebook_holds_stubs_in_sync_each_with_its_check(path):
     notebook = nbformat.read(path, as_version=4)
     cells = exercise_cells(notebook)
     assert len(cells) >= 2, f"{path.name}: fewer than two exercises"
-    assert stubs_out_of_sync(notebook) == [], "run editions.sync_stubs on it"
+    assert stubs_out_of_sync(notebook) == [], f"run `python tools/sync_stubs.py notebooks/{path.name}`"
     assert not any("### BEGIN SOLUTION" in cell.source for cell in notebook.cells)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for exercise_id, cell in cells.items():
@@ -86,6 +86,7 @@ def through_the_last_use_of_a_solution(notebook):
     return notebook
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_instructor_edition_runs_with_every_exercise_passed(path, tmp_path):

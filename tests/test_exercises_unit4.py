@@ -8,6 +8,7 @@ import torch.multiprocessing as mp
 
 from a3c_course.a3c.worker import update_shared
 from a3c_course.lessons.exercises import unit4
+from a3c_course.lessons.original_course import ensure_shared_grads, original_update
 
 # ------------------------------------------------------------------ correct answers
 
@@ -40,7 +41,7 @@ def fixed_update(local_model, shared_model, optimizer, loss, max_grad_norm):
     local_model.zero_grad()  # the fix
     loss.backward()
     torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    unit4.ensure_shared_grads(local_model, shared_model)
+    ensure_shared_grads(local_model, shared_model)
     optimizer.step()
 
 
@@ -48,7 +49,7 @@ def fixed_update_pytorch1_style(local_model, shared_model, optimizer, loss, max_
     optimizer.zero_grad(set_to_none=False)  # zeroes the aliased local gradients in place
     loss.backward()
     torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    unit4.ensure_shared_grads(local_model, shared_model)
+    ensure_shared_grads(local_model, shared_model)
     optimizer.step()
 
 
@@ -104,7 +105,7 @@ def original_pattern_with_norm(local_model, shared_model, optimizer, loss, max_g
     optimizer.zero_grad()
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    unit4.ensure_shared_grads(local_model, shared_model)
+    ensure_shared_grads(local_model, shared_model)
     optimizer.step()
     return float(norm)
 
@@ -166,7 +167,7 @@ def handing_over_only_once(local_model, shared_model, optimizer, loss, max_grad_
     local_model.zero_grad()
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    unit4.ensure_shared_grads(local_model, shared_model)
+    ensure_shared_grads(local_model, shared_model)
     optimizer.step()
     return float(norm)
 
@@ -202,10 +203,10 @@ def test_wrong_updates_fail_with_a_reason(wrong, message, capsys):
     assert message in out, out
 
 
-def test_the_buggy_update_itself_fails_4_2_with_the_numbers(capsys):
-    assert unit4.check_fixed_update(unit4.buggy_update) is False
+def test_the_original_update_itself_fails_4_2_with_the_numbers(capsys):
+    assert unit4.check_fixed_update(original_update) is False
     out = capsys.readouterr().out
-    assert out.startswith("FAILED [4.2] buggy_update: on rollout 2 of 5"), out
+    assert out.startswith("FAILED [4.2] original_update: on rollout 2 of 5"), out
     assert "gradients from earlier rollouts are accumulating" in out
     assert "ratio" in out and "cosine" in out
 
@@ -222,7 +223,7 @@ def fix_that_drops_the_optimizers_zero_grad(local_model, shared_model, optimizer
     local_model.zero_grad()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(local_model.parameters(), norm)
-    unit4.ensure_shared_grads(local_model, shared_model)
+    ensure_shared_grads(local_model, shared_model)
     optimizer.step()
 
 

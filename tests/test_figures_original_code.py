@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from a3c_course.lessons.figures import original_code as appendix  # noqa: E402
+from a3c_course.lessons.original_course import original_update  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -57,15 +58,16 @@ def _applied_gradients(update, rollouts=3):
 
 
 def test_the_original_update_applies_the_running_sum_and_the_course_one_rollout():
-    original, own = _applied_gradients(appendix.original_update)
+    original, own = _applied_gradients(original_update)
     ratios = [float(g.norm() / own.norm()) for g in original]
     assert ratios == pytest.approx([1, 2, 3], rel=0.02)
     course, own = _applied_gradients(appendix.course_update)
     assert [float(g.norm() / own.norm()) for g in course] == pytest.approx([1, 1, 1], rel=0.02)
 
 
+@pytest.mark.slow
 def test_with_changing_rollouts_the_original_is_pinned_at_the_clip_and_stale():
-    original = appendix.run_changing_rollouts(appendix.original_update, rollouts=60)
+    original = appendix.run_changing_rollouts(original_update, rollouts=60)
     course = appendix.run_changing_rollouts(appendix.course_update, rollouts=60)
     assert original.norms.shape == original.cosines.shape == (60,)
     assert original.norms[-10:] == pytest.approx(40.0, rel=1e-4)
@@ -104,6 +106,7 @@ def test_the_unguarded_script_kills_its_child_and_the_guarded_one_works():
     assert appendix.child_error(err) == []
 
 
+@pytest.mark.slow
 def test_omp_num_threads_works_only_before_import_torch():
     at_import, now = appendix.threads_with_omp_set("after")
     assert now == at_import

@@ -7,6 +7,7 @@
     reports.py      a run's learning curve and gameplay video
     pretrained.py   the shipped agents; reference.py the shipped reference runs (data/)
     diagnostics.py  silent units of a conv body; random play's frames
+    original_course.py  the original course's update code, verbatim (exercise 4.2, the appendix)
     notebook.py     seeding and fast mode for the notebooks; colab.py the Colab setup cell
     doctor.py       is this machine ready for the course?
 """

@@ -10,28 +10,23 @@ notebook. Unit 5's notebook has a second such cell (CLUSTER_CELL) that adds Ray.
 
 The repository and the branch or tag it installs (and the Colab badges open) are set here, in
 COURSE_REPOSITORY and COURSE_REF. A fork changes COURSE_REPOSITORY; a course pinned to a release sets
-COURSE_REF to its tag (say "v0.1.0"); then `python -m a3c_course.lessons.colab` rewrites the cells and the
-badges (notebooks and README), and tests/test_colab.py checks that they all match.
+COURSE_REF to its tag (say "v0.1.0"); then `python tools/sync_colab.py` (an author's tool, in the
+repository, not in this package) rewrites the cells and the badges (notebooks and README), and
+tests/test_colab.py checks that they all match.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from pathlib import Path
-
-import nbformat
 
 COURSE_REPOSITORY = "https://github.com/a3c-course/a3c-course"
 COURSE_REF = "main"  # the branch or tag that learners get: a release's tag pins it
 INSTALL_SPEC = f"a3c-course @ git+{COURSE_REPOSITORY}@{COURSE_REF}"
-GITHUB_PATH = COURSE_REPOSITORY.removeprefix("https://github.com/")
-BADGE_LINK = re.compile(r"colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/")
+GITHUB_PATH = COURSE_REPOSITORY.removeprefix("https://github.com/")  # where the badges point
 # Packages a Colab session has loaded before the setup cell runs (distribution: module); if pip
 # replaced one of them, the running kernel would hold the old version and mix it with the new.
 PRELOADED = {"numpy": "numpy", "torch": "torch", "matplotlib": "matplotlib",
              "ipywidgets": "ipywidgets", "traitlets": "traitlets"}  # fmt: skip
-SETUP_MARKER = "# Setup: in Google Colab"
 
 SETUP_CELL = f"""\
 # Setup: in Google Colab this installs the course (about a minute); elsewhere it does nothing.
@@ -83,45 +78,3 @@ def restart_needed() -> bool:
             "the top; this cell will then install nothing more."
         )
     return bool(changed)
-
-
-def badge_target() -> str:
-    """Where the Colab badges point: the notebooks of COURSE_REF in the course's repository."""
-    return f"colab.research.google.com/github/{GITHUB_PATH}/blob/{COURSE_REF}/"
-
-
-def sync_notebook(notebook) -> None:
-    """Point a notebook's Colab badge and setup cell at COURSE_REPOSITORY."""
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            cell.source = BADGE_LINK.sub(badge_target(), cell.source)
-        elif cell.source.startswith(SETUP_MARKER):
-            cell.source = SETUP_CELL
-        elif cell.source.startswith(CLUSTER_MARKER):
-            cell.source = CLUSTER_CELL
-
-
-def sync_setup_cells(notebook_dir: Path) -> list[Path]:
-    """Resync every notebook in notebook_dir and the README's badges; return the files changed."""
-    changed = []
-    readme = Path(notebook_dir).parent / "README.md"
-    if readme.is_file():
-        text = readme.read_text()
-        synced = BADGE_LINK.sub(badge_target(), text)
-        if synced != text:
-            readme.write_text(synced)
-            changed.append(readme)
-    for path in sorted(notebook_dir.glob("*.ipynb")):
-        notebook = nbformat.read(path, as_version=4)
-        before = nbformat.writes(notebook)
-        sync_notebook(notebook)
-        if nbformat.writes(notebook) != before:
-            nbformat.write(notebook, path)
-            changed.append(path)
-    return changed
-
-
-if __name__ == "__main__":
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("notebooks")
-    for path in sync_setup_cells(folder):
-        print(f"updated {path}")

@@ -40,23 +40,13 @@ def exercise_cells(notebook) -> dict[str, object]:
 
 
 def stubs_out_of_sync(notebook) -> list[str]:
-    """The exercise ids whose cell is not exactly the stub of its solution."""
+    """The exercise ids whose cell is not exactly the stub of its solution (tests/test_editions.py
+    checks the notebooks with it; the authors' tools/sync_stubs.py rewrites them)."""
     return [
         eid
         for eid, cell in exercise_cells(notebook).items()
         if cell.source != stub_source(eid).rstrip("\n")
     ]
-
-
-def sync_stubs(path: Path) -> list[str]:
-    """Rewrite the notebook's exercise cells as the stubs of their solutions (an author's tool)."""
-    notebook = nbformat.read(path, as_version=4)
-    changed = stubs_out_of_sync(notebook)
-    for eid, cell in exercise_cells(notebook).items():
-        cell.source = stub_source(eid).rstrip("\n")
-    if changed:
-        nbformat.write(notebook, path)
-    return changed
 
 
 def instructor_notebook(notebook):

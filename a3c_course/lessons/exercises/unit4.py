@@ -4,8 +4,9 @@
                                                         warm-up  one rollout's gradient, clipped,
                                                                  handed to the shared model, one step
     4.2  fixed_update(local_model, shared_model, optimizer, loss, max_grad_norm)
-                                                        medium   fix `buggy_update` (the original
-                                                                 pattern) keeping ensure_shared_grads
+                                                        medium   fix the original course's update
+                                                                 (original_course.original_update)
+                                                                 keeping its ensure_shared_grads
     4.3  share_adam_state(optimizer) -> None            hard     create a torch.optim.Adam's state up
                                                                  front, in shared memory
 
@@ -43,6 +44,7 @@ from a3c_course.lessons.exercises.update_trace import (
     returned_problem,
     trace_updates,
 )
+from a3c_course.training.seeds import worker_seeds
 from a3c_course.training.worker_loop import make_worker_envs, step_options
 
 HINTS = {
@@ -84,30 +86,6 @@ HINTS = {
         "uses the count).",
     ],
 }
-
-
-# ------------------------------------------------------------------ the original's update (4.2)
-
-
-def ensure_shared_grads(model, shared_model):
-    """Verbatim from the original course's train.py: alias the shared .grad to the local one, once."""
-    for param, shared_param in zip(model.parameters(), shared_model.parameters()):  # noqa: B905
-        if shared_param.grad is not None:
-            return
-        shared_param._grad = param.grad
-
-
-def buggy_update(local_model, shared_model, optimizer, loss, max_grad_norm):
-    """The original course's update (block H of its train.py), in today's spelling.
-
-    Under PyTorch 1.x it applied one rollout's gradient per step. Under PyTorch 2.x it does not:
-    exercise 4.2 asks what changed and for the smallest fix.
-    """
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    ensure_shared_grads(local_model, shared_model)
-    optimizer.step()
 
 
 # ------------------------------------------------------------------ checks 4.1 and 4.2
@@ -359,7 +337,7 @@ def hogwild_probe(
     torch.set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
     try:
-        torch.manual_seed(config.seed + 1 + worker_id)
+        torch.manual_seed(worker_seeds(config.seed, worker_id, config.envs_per_worker).torch)
         local = ActorCritic(**shared_model.architecture)
         runner = EnvRunner(make_worker_envs(config, worker_id), shared_model.hidden_size)
         counter = optimizer.state[next(iter(shared_model.parameters()))]["step"]  # shared

@@ -32,6 +32,7 @@ from a3c_course.lessons.figures.decorrelation import (  # noqa: F401 (section 2'
 )
 from a3c_course.lessons.figures.drawing import arrow as _arrow
 from a3c_course.lessons.figures.drawing import box as _box
+from a3c_course.lessons.original_course import original_update
 from a3c_course.lessons.pretrained import data_folder
 from a3c_course.training.backend import build_shared_model
 from a3c_course.training.config import TrainConfig
@@ -151,7 +152,7 @@ def gradient_table(rollouts: int = 8) -> str:
     original update (with the ratio, and the cosine with the sum of rollouts 1..k) and by
     a3c_course.a3c.worker.update_shared."""
     scenario = unit4.Scenario(f"{rollouts} rollouts", (1.0,) * rollouts, max_grad_norm=40.0)
-    original = unit4.trace_updates(unit4.buggy_update, scenario)
+    original = unit4.trace_updates(original_update, scenario)
     fixed = unit4.trace_updates(update_shared, scenario)
     lines = [" k | own gradient | original: given  ratio  cos(sum 1..k) | update_shared: given"]
     for k in range(rollouts):

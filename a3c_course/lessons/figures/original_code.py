@@ -1,10 +1,11 @@
 """The appendix's harnesses and figures (notebooks/appendix_original_code.ipynb).
 
-The original course's `train.py` mapped to the package (`BLOCKS`, `plot_block_map`); its update,
-verbatim, beside the course's, and the experiment that shows why gradient clipping does not rescue
-the original on PyTorch 2.x (`run_changing_rollouts`, `plot_stale_gradients`); a game that never
-ends, to count the steps a time limit allows; and the small scripts, each run in a fresh Python,
-that show the process-level faults (no `__main__` guard, `OMP_NUM_THREADS` set after `import torch`).
+The original course's `train.py` mapped to the package (`BLOCKS`, `plot_block_map`); the course's
+update beside the original's (`a3c_course.lessons.original_course.original_update`), and the
+experiment that shows why gradient clipping does not rescue the original on PyTorch 2.x
+(`run_changing_rollouts`, `plot_stale_gradients`); a game that never ends, to count the steps a
+time limit allows; and the small scripts, each run in a fresh Python, that show the process-level
+faults (no `__main__` guard, `OMP_NUM_THREADS` set after `import torch`).
 """
 
 from __future__ import annotations
@@ -69,23 +70,6 @@ def plot_block_map(blocks=BLOCKS):
     ax.set(xlim=(-0.02, 1.02), ylim=(-0.6, len(blocks) + 0.3))
     ax.axis("off")
     return fig
-
-
-def ensure_shared_grads(model, shared_model):
-    """The original's hand-off, verbatim: alias the local gradients, once."""
-    for param, shared_param in zip(model.parameters(), shared_model.parameters()):  # noqa: B905
-        if shared_param.grad is not None:
-            return
-        shared_param._grad = param.grad
-
-
-def original_update(local_model, shared_model, optimizer, loss, max_grad_norm=40.0):
-    """Block H of the original train.py, with today's `clip_grad_norm_`."""
-    optimizer.zero_grad()  # PyTorch 2.x: sets the shared .grad to None, leaves the local .grad
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    ensure_shared_grads(local_model, shared_model)
-    optimizer.step()
 
 
 def course_update(local_model, shared_model, optimizer, loss, max_grad_norm=40.0):

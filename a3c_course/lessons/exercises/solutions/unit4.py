@@ -2,7 +2,7 @@
 
 import torch
 
-from a3c_course.lessons.exercises.unit4 import ensure_shared_grads  # the original's, verbatim
+from a3c_course.lessons.original_course import ensure_shared_grads  # the original's, verbatim
 
 
 def update(local_model, shared_model, optimizer, loss, max_grad_norm):
