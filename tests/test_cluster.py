@@ -172,7 +172,10 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on(two_nodes, tmp_path):
     config = TrainConfig(**CARTPOLE, max_steps=40_000, out_dir=str(tmp_path))  # time to restart
     result = train(config, on_metrics=kill_worker_0, progress=False)
     assert killed and result.stop_reason == "max_steps"
-    assert "worker 0 was lost (ActorDiedError); a new one took its place" in result.notes()
+    assert (
+        "worker 0 was lost (ActorDiedError); a new one took its place, with fresh seeds"
+        in result.notes()
+    )
     note = next(r for r in result.history if r.get("message", "").startswith("worker 0 was lost"))
     later = [r for r in result.history if r["kind"] == "loss" and r["steps"] > note["steps"]]
     assert {r["worker"] for r in later} == {0, 1}  # the new worker 0 trains

@@ -17,7 +17,7 @@ from a3c_course.lessons.play import play_episodes
 from a3c_course.training.backend import build_shared_model
 from a3c_course.training.checkpoint import load_checkpoint, model_from_checkpoint
 from a3c_course.training.config import TrainConfig
-from a3c_course.training.evaluate import evaluate
+from a3c_course.training.evaluate import eval_seed, evaluate
 from a3c_course.training.run_record import WorkerError
 from a3c_course.training.trainer import train
 
@@ -151,7 +151,7 @@ def test_best_checkpoint_holds_the_network_of_the_best_evaluation(tmp_path):
         "CartPole-v1",
         2,
         max_steps_per_episode=config.eval_max_episode_steps,
-        seed=config.seed + 1_000_000 + rounds * 2,
+        seed=eval_seed(config, rounds),
     )
     assert replay.scores == first_best["scores"]
 
@@ -202,7 +202,7 @@ def test_eval_mode_after_scores_snapshots_once_training_stops(tmp_path):
         snapshots[best_round],
         episodes=2,
         max_steps_per_episode=config.eval_max_episode_steps,
-        seed=config.seed + 1_000_000 + best_round * 2,
+        seed=eval_seed(config, best_round),
     )
     assert replay.scores == best_record["scores"]
     best = load_checkpoint(result.best_checkpoint)

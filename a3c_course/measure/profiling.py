@@ -26,6 +26,7 @@ from a3c_course.a3c.optim import make_shared_optimizer
 from a3c_course.a3c.worker import EnvRunner, LocalLink, worker_step
 from a3c_course.measure.throughput import one_thread
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.seeds import network_seed
 from a3c_course.training.worker_loop import env_options, make_worker_envs, step_options
 
 __all__ = [
@@ -162,7 +163,7 @@ def profile_worker(
     if not seconds > 0:
         raise ValueError(f"seconds must be positive, got {seconds}")
     config = config.replace(workers=1, eval_episodes=0)
-    torch.manual_seed(config.seed)
+    torch.manual_seed(network_seed(config.seed))
     with one_thread():
         probe = make_env(config.game, **env_options(config))
         shared = ActorCritic.for_env(probe, **config.network_options).share_memory()

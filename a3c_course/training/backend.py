@@ -17,6 +17,7 @@ import torch
 from a3c_course.a3c.envs import make_env
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.seeds import network_seed
 from a3c_course.training.worker_loop import env_options
 
 Records = list[dict[str, Any]]
@@ -53,9 +54,10 @@ class Backend(Protocol):
 
 
 def build_shared_model(config: TrainConfig) -> ActorCritic:
-    """The network for config.game, seeded with config.seed, its weights in shared memory."""
+    """The network for config.game, its initial weights seeded from config.seed (seeds.py), in
+    shared memory."""
     probe = make_env(config.game, **env_options(config))  # the workers' frames: their size
-    torch.manual_seed(config.seed)
+    torch.manual_seed(network_seed(config.seed))
     model = ActorCritic.for_env(probe, **config.network_options)
     probe.close()
     return model.share_memory()

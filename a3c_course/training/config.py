@@ -226,7 +226,7 @@ class TrainConfig:
         help="filters of each of the conv body's four convolutions (the original course's: 32)",
     )
     seed: int = _field(
-        0, kind=int, low=0, help="random seed; worker w, environment e uses seed + offset(w, e)",
+        0, kind=int, low=0, help="the run's seed: every worker's, environment's and evaluation game's seed derives from it; two runs share none",
     )
     # Environments.
     life_loss_terminal: bool = _field(

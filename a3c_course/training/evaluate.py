@@ -57,6 +57,7 @@ from a3c_course.training.checkpoint import (
 )
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.processes import child_setup
+from a3c_course.training.seeds import evaluation_seed
 
 DEFAULT_MAX_STEPS_PER_EPISODE = 10_000
 
@@ -271,8 +272,9 @@ def _eval_record(result: Evaluation, steps: int, duration_s: float) -> dict:
 
 
 def eval_seed(config: TrainConfig, round_index: int) -> int:
-    """Episode seeds of evaluation round k: apart from the workers' (env_seed) and from each other."""
-    return config.seed + 1_000_000 + round_index * config.eval_episodes
+    """The first game's seed of evaluation round k (seeds.evaluation_seed): apart from the workers'
+    seeds, from the other rounds' and from every other run's."""
+    return evaluation_seed(config.seed, round_index)
 
 
 def score_snapshots(

@@ -132,8 +132,8 @@ class LoopActor:
         """The id of the Ray node (machine) this actor runs on."""
         return ray.get_runtime_context().get_node_id()
 
-    def work(self, worker_id: int) -> None:
-        worker_loop(worker_id, self.config, self.link)
+    def work(self, worker_id: int, start: int) -> None:
+        worker_loop(worker_id, self.config, self.link, start)
 
     def evaluate(self, best_mean: float | None) -> None:
         evaluation_loop(self.config, self.link, best_mean)
@@ -165,6 +165,7 @@ class RayBackend:
         self.lost: str | None = None  # what happened to the parameter server
         self.stopped = False
         self.restarts = 0
+        self.starts: dict[int, int] = {}  # worker id -> times started: a replacement's fresh seeds
         self.model_steps, self.refreshed_at = steps, time.monotonic()  # of self.model's weights
 
     def _start_server(self, model: ActorCritic, steps: int) -> None:
@@ -175,7 +176,11 @@ class RayBackend:
             ray.remote(ServerActor)
             .options(name=f"a3c-{self.run_id}-server", scheduling_strategy=self.here)
             .remote(
-                self.actor_config, model.architecture, copy_weights(model), self.optimizer_saved, steps
+                self.actor_config,
+                model.architecture,
+                copy_weights(model),
+                self.optimizer_saved,
+                steps,
             )
         )
         self.actors.append(self.server)
@@ -202,7 +207,9 @@ class RayBackend:
     def start_worker(self, worker_id: int, actor=None) -> None:
         if actor is None:
             actor = self._actor(f"worker-{worker_id}", self.placement(worker_id))
-        self.loops[actor.work.remote(worker_id)] = (worker_id, actor)
+        start = self.starts.get(worker_id, 0)
+        self.starts[worker_id] = start + 1
+        self.loops[actor.work.remote(worker_id, start)] = (worker_id, actor)
 
     def placement(self, worker_id: int) -> NodeAffinitySchedulingStrategy:
         """Worker i on node i mod (the nodes with CPUs alive now, this one first): spread in
@@ -277,7 +284,10 @@ class RayBackend:
             except RayActorError as error:
                 if error.actor_init_failed or self.restarts >= MAX_RESTARTS:
                     return f"{name} was lost ({type(error).__name__}: {error})"
-                self.note(f"{name} was lost ({type(error).__name__}); a new one took its place")
+                self.note(
+                    f"{name} was lost ({type(error).__name__}); a new one took its place, with fresh "
+                    "seeds"
+                )
                 self.restarts += 1
                 if who == "evaluator":
                     self.start_evaluator(

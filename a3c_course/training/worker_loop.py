@@ -4,8 +4,9 @@
 
 The same loop for both backends (a Hogwild worker process, a Ray worker actor): only the link to
 the shared parameters differs. Around the algorithm's step (a3c_course.a3c.worker.worker_step) it
-adds what a run needs: the worker's seeded environments, its reports to the parent (each finished
-episode, and the averaged losses once a second), and the step budget.
+adds what a run needs: the worker's environments, seeded from the run's seed (seeds.py), its
+reports to the parent (each finished episode, and the averaged losses once a second), and the
+step budget.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.returns import A3CLoss
 from a3c_course.a3c.worker import EnvRunner, ParameterLink, annealed_lr, worker_step
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.seeds import worker_seeds
 
 # How often a worker sends its averaged losses to the parent (episodes are sent as they end).
 REPORT_INTERVAL_S = 1.0
@@ -36,18 +38,12 @@ def env_options(config: TrainConfig) -> dict[str, Any]:
     return options
 
 
-def env_seed(config: TrainConfig, worker_id: int, env_index: int) -> int:
-    """A distinct seed for each environment of each worker (the evaluator uses other seeds)."""
-    return config.seed + 1 + worker_id * config.envs_per_worker + env_index
-
-
-def make_worker_envs(config: TrainConfig, worker_id: int) -> list[gym.Env]:
-    """The envs_per_worker seeded environments of worker `worker_id`."""
+def make_worker_envs(config: TrainConfig, worker_id: int, start: int = 0) -> list[gym.Env]:
+    """The envs_per_worker environments of worker `worker_id` at its start number `start`, each
+    with its own seed (seeds.worker_seeds)."""
     options = env_options(config)
-    return [
-        make_env(config.game, seed=env_seed(config, worker_id, j), **options)
-        for j in range(config.envs_per_worker)
-    ]
+    seeds = worker_seeds(config.seed, worker_id, config.envs_per_worker, start)
+    return [make_env(config.game, seed=seed, **options) for seed in seeds.envs]
 
 
 def loss_coefficients(config: TrainConfig) -> dict[str, float]:
@@ -97,13 +93,16 @@ class _LossAverage:
         return means
 
 
-def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink) -> None:
-    """worker_step and report; until the run stops or the step budget is spent."""
-    torch.manual_seed(config.seed + 1 + worker_id)
+def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink, start: int = 0) -> None:
+    """worker_step and report; until the run stops or the step budget is spent.
+
+    start: how many times this worker was started before in this run (a replaced Ray actor: 1, 2,
+    ...): each start has its own seeds.
+    """
+    torch.manual_seed(worker_seeds(config.seed, worker_id, config.envs_per_worker, start).torch)
     local_model = ActorCritic(**link.architecture)
-    runner = EnvRunner(
-        make_worker_envs(config, worker_id), local_model.hidden_size, config.life_loss_terminal
-    )
+    envs = make_worker_envs(config, worker_id, start)
+    runner = EnvRunner(envs, local_model.hidden_size, config.life_loss_terminal)
     options = step_options(config)
     losses = _LossAverage()
     next_report = time.monotonic() + REPORT_INTERVAL_S
