@@ -139,6 +139,7 @@ def run_train(args: argparse.Namespace) -> int:
     reached (--steps, --minutes, --target-score) or on Ctrl-C, then writes checkpoint.pt,
     metrics.jsonl and config.json into --out, with a learning curve (learning_curve.png) and a
     short video of the final agent (gameplay.mp4)."""
+    from a3c_course.training.files import StorageError
     from a3c_course.training.run_record import WorkerError
     from a3c_course.training.runlock import RunFolderInUse
     from a3c_course.training.trainer import train  # imported here: `--help` stays fast
@@ -169,6 +170,9 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"a3c-course train: {error}", file=sys.stderr)
         print(f"The model so far is saved in {error.result.checkpoint}", file=sys.stderr)
         return EXIT_FAILED
+    except StorageError as error:  # a full disk, a folder deleted or not writable: one line
+        print(f"a3c-course train: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     last = result.last_evaluation()
     recent = result.recent_score()
     print(
@@ -196,6 +200,10 @@ def write_report(out_dir: str) -> None:
     try:
         report = write_run_report(out_dir)
     except Exception as error:
-        print(f"a3c-course train: warning: no report written: {error}", file=sys.stderr)
+        print(
+            f"a3c-course train: warning: no report written: {error} (the checkpoint and the "
+            "metrics are kept)",
+            file=sys.stderr,
+        )
         return
     print(f"Learning curve: {report.learning_curve}\nGameplay video: {report.gameplay}")

@@ -36,7 +36,7 @@ import torch
 from a3c_course.a3c.envs import resolve_env_id
 from a3c_course.a3c.model import ORIGINAL_CONV_BODY, ActorCritic
 from a3c_course.training.config import TrainConfig
-from a3c_course.training.files import replace_atomically
+from a3c_course.training.files import save_torch
 
 FORMAT = "a3c-course-checkpoint"
 VERSION = 1
@@ -109,7 +109,7 @@ def save_checkpoint(
         "config": config.to_dict(),
         "metadata": dict(metadata, torch_version=str(torch.__version__)),
     }
-    return replace_atomically(path, lambda temp: torch.save(payload, temp))
+    return save_torch(payload, path)
 
 
 def load_checkpoint(path: str | os.PathLike, expect_game: str | None = None) -> Checkpoint:

@@ -25,9 +25,12 @@ from a3c_course.a3c.model import ActorCritic
 from a3c_course.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
+    best_eval_mean,
     load_checkpoint,
     load_weights,
+    model_from_checkpoint,
     read_torch_file,
+    save_checkpoint,
 )
 from a3c_course.training.config import TrainConfig
 
@@ -169,6 +172,28 @@ def load_resume_point(config: TrainConfig, network: ActorCritic) -> ResumePoint:
 def snapshot_steps(path: Path) -> int:
     """The step count in a snapshot's name (snapshot-0000123456.pt)."""
     return int(path.stem.split("-")[1])
+
+
+def save_best_snapshot(
+    records: list[dict[str, Any]], snapshots_dir: Path, best_path: Path, config: TrainConfig
+) -> None:
+    """best.pt: the snapshot of the best of these evaluation records (the earliest of equal
+    means), if it beats the run's best so far."""
+    if not records:
+        return
+    best = max(records, key=lambda r: r["mean"])
+    previous = best_eval_mean(best_path)
+    if previous is not None and best["mean"] <= previous:
+        return
+    model = model_from_checkpoint(load_checkpoint(snapshots_dir / best["snapshot"]))
+    save_checkpoint(
+        best_path,
+        model,
+        config,
+        steps=best["steps"],
+        eval_mean=best["mean"],
+        eval_scores=list(best["scores"]),
+    )
 
 
 def _after_every_worker_reported(losses: list[dict], workers: int) -> list[dict]:

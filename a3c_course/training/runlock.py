@@ -25,6 +25,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from a3c_course.training.files import storage_error
+
 LOCK_NAME = ".a3c-run.lock"
 
 __all__ = ["LOCK_NAME", "RunFolderInUse", "hold_run_folder", "holder_of"]
@@ -91,14 +93,22 @@ def hold_run_folder(folder: str | os.PathLike):
     """Hold folder (created if missing) for one run for the duration of the block; raise
     RunFolderInUse at once, writing nothing, when another run holds it."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     lock_path = folder / LOCK_NAME
-    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise storage_error(lock_path, error) from error
     try:
         if not _try_lock(descriptor):
             raise RunFolderInUse(folder, holder_of(folder))
         _HELD.add(descriptor)
-        _write_holder(descriptor)
+        try:
+            _write_holder(descriptor)
+        except OSError as error:
+            _HELD.discard(descriptor)
+            _unlock(descriptor)
+            raise storage_error(lock_path, error) from error
         try:
             yield lock_path
         finally:

@@ -1,7 +1,6 @@
 """Asynchronous training: one shared model, N workers, one evaluator; on this machine or a cluster.
 
-    from a3c_course.training.backend import Backend, build_shared_model, make_backend
-from a3c_course.training.config import TrainConfig
+    from a3c_course.training.config import TrainConfig
     from a3c_course.training.trainer import train
 
     result = train(TrainConfig(game="pong", workers=2, max_minutes=10))
@@ -11,12 +10,9 @@ from a3c_course.training.config import TrainConfig
 What happens:
 1. The parent builds the shared model and moves its weights to shared memory (`share_memory()`),
    and builds the shared optimizer, whose state is in shared memory too (see optim.py).
-2. It starts the worker processes (hogwild.run_worker) and, unless eval_episodes is 0 or eval_mode
-   is "after", the evaluator process (hogwild.run_evaluator): the Hogwild backend (hogwild.py), with
-   `multiprocessing.get_context(config.start_method)`, fork by default on Linux, spawn elsewhere.
-   The process functions live in the package, not in a notebook, because spawn must import them by
-   name in the child. With config.backend "ray" the workers and the evaluator are Ray actors and a
-   parameter server actor holds the model and the optimizer instead (ray_backend.py).
+2. The backend (backend.py) starts the workers and, unless eval_episodes is 0 or eval_mode is
+   "after", the evaluator: Hogwild's are processes of this machine (hogwild.py; fork on Linux,
+   spawn elsewhere), Ray's are actors around a parameter server (ray_backend.py).
 3. Each worker loops (worker_loop.py): copy the shared weights, play a rollout, compute the
    gradient of its loss, apply it to the shared weights with the shared optimizer, without locks
    (Hogwild). Workers send finished episodes and losses to the parent through a queue; the
@@ -25,10 +21,10 @@ What happens:
    progress, calls `on_metrics` for live plots, and stops everything at the first budget reached
    (max_steps, max_minutes, target_score), on Ctrl-C (or a notebook's stop button), or when a child
    fails.
-5. Stopping: set the stop event, join every child (terminate, then kill, whoever does not exit in
-   time), save the checkpoint. A child that failed sends its traceback, and train() raises
-   WorkerError carrying it. No child process outlives train(), and a child whose parent was killed
-   outright (SIGKILL) stops at its next rollout (processes.StopOrOrphaned).
+5. Stopping: every child is stopped (none outlives train(); one whose parent was killed outright
+   stops at its next rollout) and the checkpoint saved. A child that failed sends its traceback:
+   train() raises WorkerError carrying it. A file that cannot be written (a full disk, a deleted
+   folder) stops the run with a one-line StorageError saying what is kept (run_folder.py).
 
 With eval_mode "after" no evaluator runs beside the workers: every eval_interval_s the parent saves
 a snapshot of the shared weights in <out_dir>/snapshots/ (and one more when training stops), and
@@ -42,8 +38,7 @@ updates would be too large), the history from metrics.jsonl, and the step count 
 which go on counting from where they were. max_steps counts all the run's steps; max_minutes
 counts this session's wall time.
 
-This module is the parent's bookkeeping, the same whatever runs the workers: records, progress,
-budgets, snapshots, checkpoints. A backend (backend.py's protocol) is only what differs. The run's
+This module is the parent's bookkeeping, the same whatever backend runs the workers; the run's
 files and result are run_record.py's.
 """
 
@@ -66,13 +61,17 @@ from a3c_course.training.checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
     best_eval_mean,
-    load_checkpoint,
-    model_from_checkpoint,
     save_checkpoint,
 )
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.evaluate import score_snapshots
-from a3c_course.training.files import replace_atomically
+from a3c_course.training.files import (
+    StorageError,
+    remove_stray_temporaries,
+    replace_atomically,
+    save_torch,
+)
+from a3c_course.training.run_folder import FolderWatch, MetricsLog, what_is_kept
 from a3c_course.training.run_record import (
     CONFIG_NAME,
     METRICS_NAME,
@@ -81,6 +80,7 @@ from a3c_course.training.run_record import (
     TrainResult,
     WorkerError,
     load_resume_point,
+    save_best_snapshot,
     snapshot_steps,
 )
 from a3c_course.training.runlock import hold_run_folder
@@ -126,6 +126,8 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
             f"the run in {out_dir} already has {point.steps:,} steps, max_steps is "
             f"{config.max_steps:,}: raise max_steps to train on"
         )
+    for folder in (out_dir, out_dir / SNAPSHOTS_NAME):
+        remove_stray_temporaries(folder)  # left by a writer killed mid-write (the folder is ours)
     if point is None:  # a fresh run: an earlier run's best network and snapshots are not its own
         (out_dir / BEST_CHECKPOINT_NAME).unlink(missing_ok=True)
         for snapshot in (out_dir / SNAPSHOTS_NAME).glob("*.pt"):
@@ -162,11 +164,11 @@ class _Run:
         self.snapshots: list[Path] = []  # this session's, in order
         self.scores_after = config.eval_episodes > 0 and config.eval_mode == "after"
         self.training_s: float | None = None  # frozen when the workers stop
-        self.metrics_file = open(self.result.metrics_path, "w")  # closed in finish()
+        self.out_dir, self.folder = out_dir, FolderWatch(out_dir)
         self.elapsed_offset = point.elapsed_s if point else 0.0
         if point is not None:
             self.result.history.extend(point.history)
-            self.metrics_file.writelines(json.dumps(r) + "\n" for r in point.history)
+        self.metrics = MetricsLog(self.result.metrics_path, self.result.history)  # finish() closes
         self.failure: str | None = None
         self.start = time.monotonic()
         self.last_callback = -math.inf
@@ -193,15 +195,21 @@ class _Run:
             result.stop_reason = self.watch()
         except KeyboardInterrupt:
             result.stop_reason = "interrupted"
+        except StorageError as error:
+            self.stop_children()
+            raise self.stopped_by(error) from None
         except BaseException:
             self.stop_children()
             self.finish()
             raise
         self.stop_children()
         self.close_bar()
-        if self.scores_after and result.stop_reason != "worker_failed":
-            self.score_snapshots()
-        self.finish()
+        try:
+            if self.scores_after and result.stop_reason != "worker_failed":
+                self.score_snapshots()
+            self.finish()
+        except StorageError as error:
+            raise self.stopped_by(error) from None
         if result.stop_reason == "worker_failed":
             raise WorkerError(self.failure or "a training process failed", result)
         if self.on_metrics is not None:
@@ -219,6 +227,7 @@ class _Run:
             self.result.steps = self.backend.steps
             self.result.elapsed_s = self.elapsed()
             self.show_progress()
+            self.folder.check()  # a deleted run folder stops the run (StorageError)
             self.maybe_snapshot()
             if self.failure is not None or self.check_children():
                 return "worker_failed"
@@ -248,7 +257,7 @@ class _Run:
             return
         record["elapsed_s"] = round(self.elapsed(), 3)
         self.result.history.append(record)
-        self.metrics_file.write(json.dumps(record) + "\n")
+        self.metrics.write(record)
         self.fresh_records = True
         if record["kind"] == "eval":
             self.save()  # keep a recent checkpoint on disk during long runs
@@ -326,7 +335,7 @@ class _Run:
         try:
             for record in score_snapshots(self.config, self.snapshots, rounds_before):
                 self.result.history.append(record)
-                self.metrics_file.write(json.dumps(record) + "\n")
+                self.metrics.write(record)
                 self.fresh_records = True
                 bar.update(1)
                 self.maybe_call_back()
@@ -334,25 +343,8 @@ class _Run:
             self.result.stop_reason = "interrupted"
         finally:
             bar.close()
-        self.save_best_snapshot(self.result.evaluations()[rounds_before:])
-
-    def save_best_snapshot(self, records: list[dict[str, Any]]) -> None:
-        """best.pt: the snapshot with the best mean, if it beats the run's best so far."""
-        if not records:
-            return
-        best = max(records, key=lambda r: r["mean"])  # the earliest of equal means
-        previous = best_eval_mean(self.best_path)
-        if previous is not None and best["mean"] <= previous:
-            return
-        model = model_from_checkpoint(load_checkpoint(self.snapshots_dir / best["snapshot"]))
-        save_checkpoint(
-            self.best_path,
-            model,
-            self.config,
-            steps=best["steps"],
-            eval_mean=best["mean"],
-            eval_scores=list(best["scores"]),
-        )
+        records = self.result.evaluations()[rounds_before:]
+        save_best_snapshot(records, self.snapshots_dir, self.best_path, self.config)
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -371,12 +363,24 @@ class _Run:
     def finish(self) -> None:
         self.result.steps = self.backend.steps
         self.result.elapsed_s = self.elapsed()
-        self.save()
+        try:
+            self.save()
+        finally:
+            self.metrics.close()
+            self.close_bar()
         self.result.checkpoint = self.checkpoint_path
         if self.best_path.is_file():
             self.result.best_checkpoint = self.best_path
-        self.metrics_file.close()
-        self.close_bar()
+
+    def stopped_by(self, error: StorageError) -> StorageError:
+        """A file of the run could not be written: save the network if that still can be done (in a
+        new folder, for a deleted one), and say in one line what happened and what is kept."""
+        try:
+            self.finish()
+        except StorageError:
+            pass
+        steps, kept = self.backend.steps, what_is_kept(self.out_dir)
+        return type(error)(f"{error}. The run stopped at {steps:,} agent steps; {kept}", error.errno)
 
     def close_bar(self) -> None:
         """Show the final count and close the progress bar (closing twice does nothing)."""
@@ -397,5 +401,4 @@ class _Run:
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
         )
-        state = self.backend.optimizer_state()
-        replace_atomically(self.optimizer_path, lambda temp: torch.save(state, temp))
+        save_torch(self.backend.optimizer_state(), self.optimizer_path)

@@ -184,6 +184,7 @@ class TrainingPanel(Panel):
             )
 
     def _run(self, config: TrainConfig) -> None:
+        from a3c_course.training.files import StorageError
         from a3c_course.training.run_record import WorkerError
         from a3c_course.training.trainer import train
 
@@ -196,6 +197,10 @@ class TrainingPanel(Panel):
             self.outcome.value = error_html(str(error).splitlines()[0]) + (
                 f"<pre>{html.escape(str(error))}</pre>"
             )
+            self.progress.bar_style = "danger"
+        except StorageError as error:  # a full disk, a deleted folder: its one line says it all
+            self.error = str(error)
+            self.outcome.value = error_html(self.error)
             self.progress.bar_style = "danger"
         except Exception as error:  # shown in the panel: a thread's exception is otherwise lost
             self.error = f"{type(error).__name__}: {error}"
