@@ -11,6 +11,8 @@
     evaluate.py         greedy games under the protocol, in a process of their own or in bulk
     checkpoint.py       checkpoints: saved atomically, loaded weights-only, checked
     run_record.py       a run folder's files: config, metrics, optimizer state, snapshots
+    run_folder.py       the folder while its run trains: the metrics log, a deleted folder noticed
     runlock.py          one run per folder (an operating-system file lock)
-    files.py            one atomic write (with fsync) for every file a run keeps
+    files.py            one atomic write (with fsync) for every file a run keeps; StorageError
+    seeds.py            every seed of a run, derived from its one seed: two runs share none
 """
