@@ -27,7 +27,7 @@ GAMES = {"pong": "ALE/Pong-v5", "breakout": "ALE/Breakout-v5"}
 PLAY_AREA_ROWS = {"ALE/Pong-v5": (34, 194), "ALE/Breakout-v5": (32, 196)}
 NATIVE_SCREEN = (210, 160)
 
-# The field's protocol (Machado et al. 2018; ALE v5's own default): each emulator frame (4 per agent
+# Sticky actions (Machado et al. 2018's recommendation; ALE v5's own default): each emulator frame (4 per agent
 # step), with this probability the emulator repeats the previous action instead of the chosen one.
 # Without it a greedy policy replays one fixed game from each no-op start; 0.0 gives that
 # deterministic game (the original course's setting), for comparison only.

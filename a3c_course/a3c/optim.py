@@ -105,10 +105,11 @@ class SharedAdam(_SharedState, torch.optim.Adam):
 
 class SharedRMSprop(_SharedState, torch.optim.RMSprop):
     """torch.optim.RMSprop with its state (step, square_avg, and momentum_buffer when momentum > 0,
-    grad_avg when centered) created up front in shared memory: the paper's "shared RMSProp".
+    grad_avg when centered) created up front in shared memory: shared statistics, as the A3C paper's
+    "shared RMSProp", but with torch's defaults unless given: eps 1e-8 where the paper used 0.1
+    (pass eps=0.1 for theirs); its decay alpha 0.99 is torch's default too.
 
-    Takes the same arguments as torch.optim.RMSprop (the paper used a decay alpha of 0.99, which is
-    torch's default); the update is RMSprop's own (the stock `step()`).
+    Takes the same arguments as torch.optim.RMSprop; the update is RMSprop's own (the stock `step()`).
     """
 
     def initial_state(self, group: dict, p: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -52,8 +52,8 @@ def add_evaluate(subparsers) -> None:
         "--sticky-actions",
         type=float,
         default=STICKY_ACTIONS,
-        help="Atari: probability that the emulator repeats the previous action (the field's "
-        "protocol: 0.25; 0: the deterministic game)",
+        help="Atari: probability that the emulator repeats the previous action (Machado et al. "
+        "2018's recommendation: 0.25; 0: the deterministic game)",
     )
 
 

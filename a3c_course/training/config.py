@@ -245,8 +245,8 @@ class TrainConfig:
     )
     sticky_actions: float = _field(
         STICKY_ACTIONS, kind=float, low=0, high=1, says="a probability in [0, 1]",
-        help="Atari: probability that the emulator repeats the previous action (the field's "
-        "protocol and ALE v5's default: 0.25; 0 makes each game deterministic, the original "
+        help="Atari: probability that the emulator repeats the previous action (Machado et al. "
+        "2018's recommendation and ALE v5's default: 0.25; 0 makes each game deterministic, the original "
         "course's)",
     )
     # Budgets: training stops at the first one reached (or on Ctrl-C).

@@ -9,7 +9,12 @@ could wait forever in Breakout when the greedy policy never pressed FIRE; the co
 press FIRE at each life's start (twice, as a sticky action can swallow one press), and the cap makes
 sure no other stuck policy can stall either.
 
-The course's protocol, the field's (Machado et al. 2018), for every Atari number it quotes:
+The course's protocol, for every Atari number it quotes. It takes sticky actions from Machado et
+al. 2018's recommendations but not their statistic (the mean of the learning agent's last 100
+training episodes at fixed frame budgets, with no game-specific knowledge): it scores a greedy
+policy, and it uses game-specific choices: the minimal action set, FIRE pressed at each life's
+start, up to 30 random no-ops at each game's start, and (the breakout preset) a lost life as an
+episode's end for the returns and the LSTM state.
 - sticky actions 0.25 in training and in evaluation (envs.STICKY_ACTIONS, ALE v5's own default):
   each emulator frame (4 per agent step), the emulator repeats the previous action with
   probability 0.25. Without them Pong is deterministic: a greedy policy replays one fixed game per

@@ -1,0 +1,57 @@
+"""Labels that a researcher found wrong stay fixed: each phrase below once said something untrue
+about whose setting a number or a piece is. The test scans what a reader reads: the README, the
+benchmarks' results page, every notebook's text and code, and the package's docstrings and comments.
+
+Each entry: a pattern of the wrong label, and why it is wrong (the message if it comes back).
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WRONG_LABELS = {
+    r"the paper's kind": "the course's network is universe-starter-agent's kind (four 3x3 "
+    "stride-2 convolutions on 42x42), not the A3C paper's",
+    r"A2C's (learning )?rate|A2C's in the": "7e-4 is the OpenAI baselines' A2C rate with RMSProp; "
+    "the course uses it with Adam: say so",
+    r"the paper's \"shared RMSProp\"": "SharedRMSprop uses torch's eps 1e-8, the paper used 0.1",
+    r"for the returns only": "a lost life also resets the LSTM state: 'for the returns and the LSTM "
+    "state'",
+    r"A3C paper's (linear |late )?(learning-rate )?decay": "the shipped agents' decay is the A3C "
+    "paper's schedule applied to a run's tail after a constant phase: say 'a linear decay (the A3C "
+    "paper's schedule)' and how it was applied",
+    r"the field's protocol": "Machado et al.'s protocol is sticky actions AND the learning agent's "
+    "own score with no game-specific knowledge; the course's is its own (evaluate.py lists it)",
+}
+
+
+def readable_texts() -> dict[str, str]:
+    """What a reader reads, by where it is: documents, notebooks' cells, package sources."""
+    texts = {name: (ROOT / name).read_text() for name in ("README.md", "benchmarks/README.md")}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        for index, cell in enumerate(cells):
+            texts[f"{path.name} cell {index}"] = "".join(cell["source"])
+    for path in sorted((ROOT / "a3c_course").rglob("*.py")):
+        texts[str(path.relative_to(ROOT))] = path.read_text()
+    return texts
+
+
+@pytest.mark.parametrize("pattern", list(WRONG_LABELS))
+def test_a_wrong_label_does_not_come_back(pattern):
+    found = [
+        where
+        for where, text in readable_texts().items()
+        if re.search(pattern, " ".join(text.split()), re.IGNORECASE)
+    ]
+    assert not found, f"{WRONG_LABELS[pattern]}; found in {found}"
+
+
+def test_the_scan_finds_a_wrong_label_where_one_is_written():
+    text = "We use Adam at 7e-4 (A2C's rate) and the field's\n   protocol."
+    flat = " ".join(text.split())  # labels broken across lines are found too
+    assert re.search(r"A2C's (learning )?rate|A2C's in the", flat)
+    assert re.search(r"the field's protocol", flat)
