@@ -45,7 +45,13 @@ from a3c_course.lessons.reports import plot_learning_curve, save_figure
 from a3c_course.measure.throughput import machine_description, summarize
 from a3c_course.training.config import PRESETS, TrainConfig, preset
 from a3c_course.training.evaluate import score_snapshots
-from a3c_course.training.run_record import CONFIG_NAME, METRICS_NAME, SNAPSHOTS_NAME, read_metrics
+from a3c_course.training.run_record import (
+    CONFIG_NAME,
+    METRICS_NAME,
+    SNAPSHOTS_NAME,
+    read_metrics,
+    training_score,
+)
 from a3c_course.training.trainer import train
 
 FRAME_SKIP = 4  # make_env's Atari frame skip: one agent step is 4 emulator frames
@@ -223,6 +229,13 @@ def report(
         "total_steps": total_steps,
         "total_wall_s": round(total_wall_s, 3),
         "best_eval_mean": max((r["mean"] for r in evaluations), default=None),
+        # Machado et al.'s statistic beside the greedy evaluations: the last 100 training
+        # episodes' mean at the run's end and at each million agent steps it passed
+        "training_score": training_score(history, total_steps),
+        "training_scores_by_steps": {
+            steps: training_score(history, steps)
+            for steps in range(1_000_000, total_steps + 1, 1_000_000)
+        },
         "evaluations": len(evaluations),
         "learning_curve": str(curve),
         "config": config.to_dict(),

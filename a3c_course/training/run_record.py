@@ -174,6 +174,20 @@ def snapshot_steps(path: Path) -> int:
     return int(path.stem.split("-")[1])
 
 
+MACHADO_WINDOW = 100  # Machado et al. 2018: the mean of the last 100 training episodes
+
+
+def training_score(
+    history: list[dict[str, Any]], steps: int, window: int = MACHADO_WINDOW
+) -> float | None:
+    """Machado et al. 2018's statistic at a budget of `steps` agent steps: the mean raw score of
+    the last `window` training episodes (the learning agent's own, sampled actions) finished by
+    then, or of all of them when fewer have; None before the first. Beside the course's greedy
+    evaluations it says what the learning agent itself scores."""
+    scores = [r["score"] for r in history if r["kind"] == "episode" and r["steps"] <= steps]
+    return sum(scores[-window:]) / len(scores[-window:]) if scores else None
+
+
 def save_best_snapshot(
     records: list[dict[str, Any]], snapshots_dir: Path, best_path: Path, config: TrainConfig
 ) -> None:
