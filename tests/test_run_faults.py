@@ -68,7 +68,7 @@ def assert_nothing_half_written(folder: Path) -> None:
 
 @pytest.mark.slow
 def test_a_full_disk_while_writing_the_metrics_ends_the_run_in_one_line(tmp_path):
-    with small_disk(tmp_path, "64k") as disk:
+    with small_disk(tmp_path, "16k") as disk:
         out = disk / "run"
         done = run_cli(*CARTPOLE, "--eval-episodes", "0", "--minutes", "1", "--out", str(out))
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
