@@ -36,11 +36,17 @@ CARTPOLE = dict(
 )
 
 
-# The learning tests' threshold and budgets (both backends: test_cluster.py has Ray's). Run alone,
-# seeds 1 to 6 needed 100,000-260,000 steps with either backend (2026-12-06, also beside a CPU
-# hog), but the order in which gradients land differs from run to run, and twice in full test runs
-# (once per backend) a run had not reached 195 at 400,000 steps (scores 78 and 85): hence 600,000.
-LEARNS_CARTPOLE = dict(seed=1, target_score=195.0, max_steps=600_000, max_minutes=3.5)
+# The learning tests' threshold and budgets (both backends: test_cluster.py has Ray's), set from the
+# rate at which a run misses (benchmarks/learning_test_rate.py, 2026-12-06, AMD EPYC 2 cores, each
+# run beside two CPU hogs as in the full suite): 50 seeded runs all reached 195, median 137,320
+# agent steps, 90% by 294,016, the slowest 458,320. Misses by budget: 18% at 200,000, 8% at
+# 300,000, 4% at 400,000 (the two unexplained full-suite failures were at 400,000: this tail),
+# none of 50 at 600,000. The tail halves about every 100,000 steps, so at 800,000 about 1 run in
+# 400 would miss. It is Hogwild's own variance, not a fault: the same seed took 99,000-109,000
+# steps alone and 458,320 beside the hogs (the order in which gradients land differs), and the
+# slowest runs' entropy (0.43-0.50 per step at its lowest) and staleness (under 1.7) look like the
+# others'. 800,000 steps take about 2.5 minutes under that load; max_minutes stays the bound.
+LEARNS_CARTPOLE = dict(seed=1, target_score=195.0, max_steps=800_000, max_minutes=3.5)
 
 
 def assert_no_children_left(pids):
