@@ -11,11 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from process_tools import children_of, wait_for
 
 from a3c_course.cli.train import write_report
 from a3c_course.training.checkpoint import load_checkpoint
@@ -155,20 +155,6 @@ def test_a_run_folder_deleted_mid_run_stops_the_run_and_saves_its_network_again(
     assert steps >= 3_000 and f"of {steps:,} agent steps" in message
     with hold_run_folder(out):  # the run let go of the folder
         pass
-
-
-def children_of(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-
-
-def wait_for(condition, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 @pytest.mark.slow

@@ -7,11 +7,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from process_tools import children_of, wait_for
 
 from a3c_course.lessons.panels import TrainingPanel
 from a3c_course.training.checkpoint import load_checkpoint
@@ -184,17 +184,3 @@ def test_forked_children_do_not_keep_the_hold(tmp_path):
     finally:
         child.kill()
     assert (tmp_path / LOCK_NAME).exists()
-
-
-def children_of(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-
-
-def wait_for(condition, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
