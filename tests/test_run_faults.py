@@ -83,11 +83,13 @@ def test_a_full_disk_while_writing_the_metrics_ends_the_run_in_one_line(tmp_path
 def test_a_full_disk_at_a_snapshot_or_the_checkpoint_keeps_what_was_saved_whole(tmp_path):
     with small_disk(tmp_path, "200k") as disk:
         out = disk / "run"
-        done = run_cli(*CARTPOLE, "--hidden-size", "64", "--minutes", "1", "--eval-mode", "after",
-                       "--eval-interval-s", "1", "--eval-episodes", "1", "--out", str(out))  # fmt: skip
-        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-        [line] = error_lines(done.stderr)
-        assert f"a3c-course train: error: no space left on the disk of {out}" in line
+        config = TrainConfig(game="CartPole-v1", workers=2, envs_per_worker=2, hidden_size=64,
+                             max_minutes=1, eval_mode="after", eval_interval_s=1, eval_episodes=1,
+                             out_dir=str(out))  # fmt: skip
+        with pytest.raises(StorageError) as caught:  # in this process: the CLI's line is tested above
+            train(config, progress=False)
+        line = str(caught.value)
+        assert line.startswith(f"no space left on the disk of {out}") and "\n" not in line
         assert ".pt: free some space there" in line and "The run stopped at" in line
         assert_nothing_half_written(out)
         kept = out / "checkpoint.pt"
@@ -100,9 +102,9 @@ def test_a_full_disk_while_writing_the_report_is_a_warning_and_leaves_no_partial
 ):
     with small_disk(tmp_path, "1m") as disk:
         out = disk / "run"
-        done = run_cli(*CARTPOLE, "--eval-episodes", "0", "--steps", "2000", "--no-report",
-                       "--out", str(out))  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        config = TrainConfig(game="CartPole-v1", workers=1, envs_per_worker=2, hidden_size=16,
+                             eval_episodes=0, max_steps=1000, out_dir=str(out))  # fmt: skip
+        assert train(config, progress=False).stop_reason == "max_steps"
         filler = disk / "filler"
         with contextlib.suppress(OSError), open(filler, "wb") as file:
             while True:  # fill the disk to its last block
