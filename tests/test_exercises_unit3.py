@@ -219,6 +219,18 @@ def gae_bootstrapping_at_game_overs(
     return advantages
 
 
+def gae_resetting_after_storing(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Resets the running sum at an end, but only after storing that step's advantage."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        following = rewards[t] + gamma * bootstrap - values[t] + gamma * lam * following
+        advantages[t] = following
+        if terminated[t] or truncated[t]:
+            following = 0.0
+    return advantages
+
+
 def returns_bootstrapping_at_game_overs(
     rewards, values, next_values, terminated, truncated, gamma, lam
 ):
@@ -272,6 +284,12 @@ def returns_without_resets(rewards, values, next_values, terminated, truncated, 
             unit3.check_gae_one_env,
             gae_with_the_truncation_bug,
             "your TD error at step 2 drops the bootstrap although a time limit truncated",
+        ),
+        (
+            unit3.check_gae_one_env,
+            gae_resetting_after_storing,
+            "you reset the running sum after storing the advantage of step 2, where an episode "
+            "ends: that advantage still carries the next episode's",
         ),
         (
             unit3.check_truncation_fix,

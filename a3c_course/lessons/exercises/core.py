@@ -85,8 +85,10 @@ def check_cases(
     func: Callable,
     cases: Sequence[Case],
     compare: Callable[[Any, Any], str | None] = close,
+    diagnose: Callable[[Case, Any], str | None] | None = None,
 ) -> bool:
-    """Run func on every case; report the first that disagrees, with its input, expected and got."""
+    """Run func on every case; report the first that disagrees, with its input, expected and got,
+    and the likely cause when diagnose(case, got) recognises a known mistake in what it got."""
     name = getattr(func, "__name__", "your function")
     for case in cases:
         got, problem = call_learner(
@@ -96,11 +98,11 @@ def check_cases(
             return report(exercise_id, name, problem)
         problem = compare(got, case.expected)
         if problem is not None:
-            return report(
-                exercise_id,
-                name,
-                f"on {case.description}: {problem}.\n  expected: {_short(case.expected)}\n  got:      {_short(got)}",
-            )
+            cause = diagnose(case, got) if diagnose is not None else None
+            lines = [f"on {case.description}: {problem}."]
+            lines += [f"  likely cause: {cause}."] if cause else []
+            lines += [f"  expected: {_short(case.expected)}", f"  got:      {_short(got)}"]
+            return report(exercise_id, name, "\n".join(lines))
     return report(exercise_id, name, None, len(cases))
 
 

@@ -24,11 +24,8 @@ import torch
 from a3c_course.lessons.exercises.core import (
     Case,
     _as_array,
-    _short,
-    call_learner,
     check_cases,
     close,
-    report,
 )
 
 # Revealed one at a time by show_hints(unit3.HINTS["3.1"]): the idea, the code's shape, a sketch.
@@ -93,12 +90,15 @@ def _explicit_gae_and_returns(
     bootstrap_at_time_limit=True,
     stop_at_game_over=True,
     stop_at_time_limit=True,
+    reset_after_storing=False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A_t = sum_k (gamma lam)^k delta_{t+k} and R_t = sum_k gamma^k r_{t+k} + gamma^n V(end),
     both walking forward from t and stopping after the step that ends the episode or the rollout.
 
     The keywords give the right answer by default; changed, they give a learner's likely mistake
-    (bootstrapping after a game over, not after a time limit, or carrying on across an end)."""
+    (bootstrapping after a game over, not after a time limit, or carrying on across an end; or,
+    written backwards, resetting the running sum only after storing the end step's value, which
+    cuts each sum one step early: before an end instead of after it)."""
     r, v, nv = (np.asarray(_as_array(x), dtype=float) for x in (rewards, values, next_values))
     term, trunc = (np.asarray(_as_array(x), dtype=bool) for x in (terminated, truncated))
     n = len(r)
@@ -112,6 +112,8 @@ def _explicit_gae_and_returns(
             advantages[t] += (gamma * lam) ** (u - t) * delta
             returns[t] += gamma ** (u - t) * r[u]
             ends = (term[u] and stop_at_game_over) or (trunc[u] and stop_at_time_limit)
+            if reset_after_storing:  # the backward loop's reset comes one step late
+                ends = u + 1 < n and (term[u + 1] or trunc[u + 1])
             if ends or u == n - 1:  # the episode or the rollout ends after step u
                 returns[t] += gamma ** (u - t + 1) * bootstrap
                 break
@@ -235,7 +237,7 @@ def _rollout_cases(want: str) -> list[Case]:
 
 def check_gae_one_env(func: Callable) -> bool:
     """3.2: func(rewards, values, next_values, terminated, truncated, gamma, lam) -> A (T,)."""
-    return _check_naming_causes(
+    return check_cases(
         "3.2",
         func,
         _rollout_cases("advantages"),
@@ -253,6 +255,7 @@ MISTAKES = [
     ("carry", dict(stop_at_game_over=False), "terminated"),
     ("bootstrap at a game over", dict(bootstrap_at_game_over=True), "terminated"),
     ("no bootstrap at a time limit", dict(bootstrap_at_time_limit=False), "truncated"),
+    ("reset after storing", dict(reset_after_storing=True), "either"),
 ]
 CAUSES = {
     ("advantage", "carry"): "your advantage at step {t} carries across the episode end at step "
@@ -263,6 +266,10 @@ CAUSES = {
     ("advantage", "no bootstrap at a time limit"): "your TD error at step {k} drops the bootstrap "
     "although a time limit truncated the episode there: the game would go on, so keep "
     "gamma * next_values[{k}]",
+    ("advantage", "reset after storing"): "you reset the running sum after storing the advantage "
+    "of step {k}, where an episode ends: that advantage still carries the next episode's, and the "
+    "steps before it (from step {t}) stop one step short of their episode's end; reset when you "
+    "reach an end, before computing A_t there, not after storing it",
     ("return", "carry"): "your return at step {t} carries across the episode end at step {k}: "
     "restart the running return there (from 0 after a game over, from next_values[{k}] after a "
     "time limit)",
@@ -285,6 +292,8 @@ def likely_cause(case: Case, got, quantity: str) -> str | None:
     terminated, truncated = (np.asarray(_as_array(x), dtype=bool) for x in case.args[3:5])
     marked = {"terminated": terminated, "truncated": truncated, "either": terminated | truncated}
     for mistake, keywords, flag in MISTAKES:
+        if (quantity, mistake) not in CAUSES:
+            continue
         made = _explicit_gae_and_returns(*case.args, **keywords)[quantity == "return"]
         if close(got, made) is not None:
             continue
@@ -293,23 +302,6 @@ def likely_cause(case: Case, got, quantity: str) -> str | None:
         if len(ends):
             return CAUSES[quantity, mistake].format(t=t, k=t + int(ends[0]))
     return None
-
-
-def _check_naming_causes(exercise_id: str, func: Callable, cases: list[Case], compare, diagnose):
-    """check_cases, plus a line naming the likely cause when diagnose(case, got) finds one."""
-    name = getattr(func, "__name__", "your function")
-    for case in cases:
-        got, problem = call_learner(lambda case=case: func(*case.args), case.description)
-        if problem is not None:
-            return report(exercise_id, name, problem)
-        problem = compare(got, case.expected)
-        if problem is not None:
-            cause = diagnose(case, got)
-            lines = [f"on {case.description}: {problem}."]
-            lines += [f"  likely cause: {cause}."] if cause else []
-            lines += [f"  expected: {_short(case.expected)}", f"  got:      {_short(got)}"]
-            return report(exercise_id, name, "\n".join(lines))
-    return report(exercise_id, name, None, len(cases))
 
 
 # ------------------------------------------------------------------ 3.3 find the bug
@@ -373,4 +365,4 @@ def _pair_causes(case: Case, got) -> str | None:
 
 def check_truncation_fix(func: Callable) -> bool:
     """3.3: func(...) -> (advantages (T,), returns (T,)), correct on truncations too."""
-    return _check_naming_causes("3.3", func, _rollout_cases("both"), _compare_pair, _pair_causes)
+    return check_cases("3.3", func, _rollout_cases("both"), _compare_pair, _pair_causes)

@@ -131,4 +131,42 @@ def check_workers_one_server_feeds(func) -> bool:
         # 0.5 ms: 2,000 updates/s; 5 MB on 10 Gbit/s: 250 updates/s; 2,000 / 100 = 20 each.
         Case("a big network", (0.4e-3, 0.1e-3, 5_000_000, 2_000, 100, 10.0), 12.5),
     ]  # fmt: skip
-    return check_cases("5.2", func, cases, lambda got, expected: close(got, expected, rtol=1e-4))
+    return check_cases(
+        "5.2", func, cases, lambda got, expected: close(got, expected, rtol=1e-4), _feeds_mistake
+    )
+
+
+# The likely causes of a wrong 5.2: what the learner's number matches, and the cause in words.
+FEEDS_MISTAKES = {
+    "bits": "the link's speed is in bits a second: divide gbit_per_s * 1e9 by 8 for its bytes a "
+    "second before dividing by model_bytes",
+    "per update": "a worker sends one update every steps_per_update agent steps: its updates a "
+    "second are worker_steps_per_s / steps_per_update",
+    "apply only": "the server spends apply_s + reply_s on each update (apply the gradient, then "
+    "copy the weights for the reply): the compute ceiling is 1 / (apply_s + reply_s)",
+    "larger ceiling": "the first ceiling reached binds: take the smaller of the compute and the "
+    "network ceilings (min), not the larger",
+}
+
+
+def _feeds_variants(apply_s, reply_s, model_bytes, steps_per_s, steps_per_update, gbit_per_s):
+    """The answer to 5.2, and what each known mistake gives instead."""
+    compute, network = 1 / (apply_s + reply_s), gbit_per_s * 1e9 / 8 / model_bytes
+    per_worker = steps_per_s / steps_per_update
+    return {
+        "bits": min(compute, gbit_per_s * 1e9 / model_bytes) / per_worker,
+        "per update": min(compute, network) / steps_per_s,
+        "apply only": min(1 / apply_s, network) / per_worker,
+        "larger ceiling": max(compute, network) / per_worker,
+    }
+
+
+def _feeds_mistake(case: Case, got) -> str | None:
+    """The cause, when the learner's number is what a known mistake gives on this case (both,
+    when two mistakes give the same number here)."""
+    causes = [
+        FEEDS_MISTAKES[mistake]
+        for mistake, wrong in _feeds_variants(*case.args).items()
+        if close(got, wrong, rtol=1e-4) is None
+    ]
+    return "; or ".join(causes) or None
