@@ -228,16 +228,17 @@ def rollout_loss(
 
 
 # A clock times the parts of a step: clock("backward") is a context manager around that part.
-# The profiler and the notebooks' probes pass one; the workers pass none (NO_CLOCK).
+# The profiler and the notebooks' probes pass one; the workers pass none (no_clock).
 Clock = Callable[[str], AbstractContextManager]
 
 
-def NO_CLOCK(part: str) -> AbstractContextManager:  # noqa: N802  a constant, called like a clock
+def no_clock(part: str) -> AbstractContextManager:
+    """The clock that times nothing."""
     return nullcontext()
 
 
 def local_gradient(
-    local_model: torch.nn.Module, loss: torch.Tensor, max_grad_norm: float, clock: Clock = NO_CLOCK
+    local_model: torch.nn.Module, loss: torch.Tensor, max_grad_norm: float, clock: Clock = no_clock
 ) -> float:
     """Leave exactly this loss's gradient, clipped, in the local model's .grad; return its norm
     before clipping.
@@ -384,7 +385,7 @@ def worker_step(
     link: ParameterLink,
     rollout_steps: int,
     max_grad_norm: float,
-    clock: Clock = NO_CLOCK,
+    clock: Clock = no_clock,
     **loss_coefficients: float,
 ) -> StepResult:
     """One pass of an A3C worker: pull, roll out, one rollout's gradient, push.

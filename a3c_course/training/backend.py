@@ -17,6 +17,7 @@ import torch
 from a3c_course.a3c.envs import make_env
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.training.config import TrainConfig
+from a3c_course.training.hogwild import HogwildBackend
 from a3c_course.training.seeds import network_seed
 from a3c_course.training.worker_loop import env_options
 
@@ -70,6 +71,4 @@ def make_backend(config: TrainConfig, model: ActorCritic, optimizer, steps: int)
         from a3c_course.training.ray_backend import RayBackend
 
         return RayBackend(config, model, optimizer, steps)
-    from a3c_course.training.hogwild import HogwildBackend
-
     return HogwildBackend(config, model, optimizer, steps)

@@ -104,12 +104,10 @@ def hold_run_folder(folder: str | os.PathLike):
             raise RunFolderInUse(folder, holder_of(folder))
         _HELD.add(descriptor)
         try:
-            _write_holder(descriptor)
-        except OSError as error:
-            _HELD.discard(descriptor)
-            _unlock(descriptor)
-            raise storage_error(lock_path, error) from error
-        try:
+            try:
+                _write_holder(descriptor)
+            except OSError as error:
+                raise storage_error(lock_path, error) from error
             yield lock_path
         finally:
             _HELD.discard(descriptor)
