@@ -76,7 +76,7 @@ def test_1_1_stub_is_not_attempted(capsys):
                 )
                 / 255
             )[None],
-            "not the plain mean of R, G, B",
+            "you grey with the plain mean of R, G, B",
         ),
         (
             lambda f, rows, size=42: (
@@ -97,6 +97,62 @@ def test_1_1_wrong_answers_are_caught(wrong, message, capsys):
     out = capsys.readouterr().out
     assert out.startswith("FAILED [1.1]")
     assert message in out
+
+
+def preprocess_with(grey="luma", interpolation=cv2.INTER_AREA, top=0, bottom=0):
+    """preprocess_frame as a learner writes it, with the chosen mistakes (interpolation None:
+    cv2.resize called without it, so bilinear)."""
+
+    def preprocess_frame(frame, rows, size=42):
+        weights = np.full(3, 1 / 3) if grey == "mean" else np.array([0.299, 0.587, 0.114])
+        image = np.round(frame[rows[0] + top : rows[1] + bottom] @ weights).astype(np.uint8)
+        how = {} if interpolation is None else {"interpolation": interpolation}
+        return (cv2.resize(image, (size, size), **how).astype(np.float32) / 255.0)[None]
+
+    return preprocess_frame
+
+
+CROP_FIX = "crop with frame[rows[0]:rows[1]]"
+
+
+@pytest.mark.parametrize(
+    "mistake, cause, fix",
+    [
+        ({"grey": "mean"}, "you grey with the plain mean of R, G, B", "0.299 R + 0.587 G + 0.114 B"),
+        ({"interpolation": None}, "you resize with cv2.resize's default (bilinear)", "INTER_AREA"),
+        ({"interpolation": cv2.INTER_NEAREST}, "you resize with nearest neighbour", "INTER_AREA"),
+        ({"top": -1}, "your crop starts one row too early, at rows[0] - 1", CROP_FIX),
+        ({"top": 1}, "your crop starts one row too late, at rows[0] + 1", CROP_FIX),
+        ({"bottom": -1}, "your crop stops one row too early", CROP_FIX),
+        ({"bottom": 1}, "your crop keeps one row too many at the bottom", CROP_FIX),
+    ],
+    ids=["mean-grey", "bilinear", "nearest", "top-1", "top+1", "bottom-1", "bottom+1"],
+)  # fmt: skip
+def test_1_1_each_known_mistake_is_named(mistake, cause, fix, capsys):
+    assert not unit1.check_preprocess_frame(preprocess_with(**mistake))
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.1] preprocess_frame: on a Breakout screen")
+    line = next(line for line in out.splitlines() if "likely cause:" in line)
+    assert line.startswith(f"  likely cause: {cause}") and fix in line
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [{"grey": "mean", "interpolation": None}, {"top": 1, "bottom": 1}],
+    ids=["mean-and-bilinear", "crop-shifted-by-one"],
+)
+def test_1_1_two_mistakes_at_once_get_the_checklist(mistake, capsys):
+    assert not unit1.check_preprocess_frame(preprocess_with(**mistake))
+    out = capsys.readouterr().out
+    assert "likely cause: not one of the usual single slips (two at once?); check each step" in out
+    assert "not the plain mean of R, G, B" in out and "INTER_AREA" in out
+
+
+def test_1_1_a_wrong_dtype_alone_names_no_value_cause(capsys):
+    assert not unit1.check_preprocess_frame(
+        lambda f, rows, size=42: preprocess_frame(f, rows, size).astype(np.float64)
+    )
+    assert "likely cause" not in capsys.readouterr().out
 
 
 def test_1_1_reports_which_case_failed(capsys):
@@ -321,8 +377,8 @@ def test_1_3_stub_is_not_attempted(capsys):
 @pytest.mark.parametrize(
     "wrong, message",
     [
-        (NoBiasCorrection, "bias correction"),
-        (NoEps, "divide by (std + eps)"),
+        (NoBiasCorrection, "likely cause: the running averages start at 0, so divide them by"),
+        (NoEps, "likely cause: a frame whose pixels are all equal has std 0: divide by (std"),
         (NormalisesBeforeUpdating, "update the averages with this frame first"),
         (SharedStatistics, unit1.SHARED_STATE),
     ],
@@ -332,6 +388,61 @@ def test_1_3_wrong_answers_are_caught(wrong, message, capsys):
     out = capsys.readouterr().out
     assert out.startswith("FAILED [1.3]")
     assert message in out
+
+
+def normaliser_with(name, t_first=True, update_first=True, spread="std"):
+    """RunningNormalizer as a learner writes it: t counted before or after the bias correction
+    is computed, the averages updated before or after normalising, std or var averaged."""
+
+    def __call__(self, obs):
+        def update():
+            self.mean = self.alpha * self.mean + (1 - self.alpha) * obs.mean()
+            self.std = self.alpha * self.std + (1 - self.alpha) * getattr(obs, spread)()
+
+        self.steps += t_first
+        if update_first:
+            update()
+        correction = 1 - self.alpha**self.steps  # Python floats: 0.0 / 0.0 raises
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = (obs - self.mean / correction) / (self.std / correction + self.eps)
+        self.steps += not t_first
+        if not update_first:
+            update()
+        return out
+
+    return type(name, (RunningNormalizer,), {"__call__": __call__})
+
+
+UPDATES_AFTER = normaliser_with("UpdatesAfterNormalising", update_first=False)
+ORDER = "update the averages with this frame first, then normalise it"
+
+
+@pytest.mark.parametrize(
+    "wrong, cause",
+    [
+        (UPDATES_AFTER, "likely cause: you normalise each frame with the averages of the frames before it (so the first, against averages still 0, is divided by eps alone); " + ORDER),
+        (NormalisesBeforeUpdating, f"likely cause: you normalise each frame with the averages (and t) of the frames before it; {ORDER}"),
+        (
+            normaliser_with("UpdatesAllAfterNormalising", t_first=False, update_first=False),
+            "ZeroDivisionError: float division by zero; likely cause: your bias correction 1 - alpha**t is 0 at the first frame (t is still 0)",
+        ),
+        (normaliser_with("CountsTFromZero", t_first=False), "likely cause: your bias correction counts t from 0"),
+        (normaliser_with("AveragesTheVariance", spread="var"), "likely cause: you average each frame's variance (obs.var())"),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)  # fmt: skip
+def test_1_3_each_known_mistake_is_named(wrong, cause, capsys):
+    assert not unit1.check_running_normalizer(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(f"FAILED [1.3] {wrong.__name__}")
+    assert cause in out
+
+
+def test_1_3_normalising_before_updating_is_not_taken_for_a_missing_bias_correction(capsys):
+    """Its first output is the frame over eps alone, as large as a missing correction's."""
+    assert not unit1.check_running_normalizer(UPDATES_AFTER)
+    out = capsys.readouterr().out
+    assert "on the first frame only" in out and "the running averages start at 0" not in out
 
 
 def test_1_3_reference_is_the_formula():

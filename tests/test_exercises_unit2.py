@@ -1,11 +1,13 @@
 """Unit 2's checks: a correct solution passes, a stub is not attempted, typical mistakes are caught
 with a message that says what is wrong."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
-from a3c_course.lessons.exercises import unit2
+from a3c_course.lessons.exercises import Case, unit2, unit2_mistakes
 from a3c_course.lessons.exercises.unit2 import (
     HINTS,
     check_action_probabilities,
@@ -155,6 +157,59 @@ def test_2_2_no_max_subtraction_overflows(capsys):
     assert "on large logits" in out and "NaN or inf" in out
 
 
+def softmax_with(max_dim=-1, sum_dim=-1):
+    """action_probabilities as a learner writes it, with the max and the sum over the given axes
+    (None: with no dim, over the whole batch)."""
+
+    def action_probabilities(logits):
+        top = logits.max() if max_dim is None else logits.max(dim=max_dim, keepdim=True).values
+        weights = (logits - top).exp()
+        return weights / (
+            weights.sum() if sum_dim is None else weights.sum(dim=sum_dim, keepdim=True)
+        )
+
+    return action_probabilities
+
+
+def log_sum_exp_over_the_batch(logits):
+    return (logits - torch.logsumexp(logits, dim=0, keepdim=True)).exp()
+
+
+SUMS_OVER_STATES = "likely cause: you normalise over dim=0, an axis of states"
+
+
+@pytest.mark.parametrize(
+    "wrong, cause",
+    [  # a batch of one state fails first; it cannot show where the max was: the sum is named
+        (buggy_action_probabilities, SUMS_OVER_STATES),
+        (log_sum_exp_over_the_batch, SUMS_OVER_STATES),
+        (softmax_with(max_dim=0), "likely cause: you subtract the max over dim=0, an axis of states"),
+        (softmax_with(max_dim=None), "likely cause: you subtract the largest logit of the whole batch"),
+        (softmax_with(sum_dim=None), "likely cause: weights.sum() with no dim adds up the whole batch"),
+        (softmax_with(None, None), "likely cause: your softmax runs over the whole batch"),
+    ],
+    ids=["the-bug", "log-sum-exp-dim-0", "max-dim-0", "max-no-dim", "sum-no-dim", "no-dims"],
+)  # fmt: skip
+def test_2_2_each_wrong_axis_is_named(wrong, cause, capsys):
+    assert not check_action_probabilities(wrong)
+    out = verdict(capsys)
+    assert cause in out and "dim=-1" in out
+    assert out.count("likely cause") == 1 and (cause == SUMS_OVER_STATES) == (
+        SUMS_OVER_STATES in out
+    )
+
+
+def test_2_2_a_softmax_over_the_environments_of_a_rollout_is_named_with_its_axis():
+    rollout = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))
+    cause = unit2_mistakes.probabilities_cause(Case("", (rollout,), None), rollout.softmax(dim=1))
+    assert cause.startswith("you normalise over dim=1, an axis of states")
+
+
+def test_2_2_an_unknown_mistake_names_no_cause(capsys):
+    assert not check_action_probabilities(lambda logits: action_probabilities(logits * 1.1))
+    assert "likely cause" not in verdict(capsys)
+
+
 # ---------------------------------------------------------------- 2.3
 
 
@@ -251,18 +306,84 @@ def mistake_id(mistake: dict) -> str:
 
 @pytest.mark.parametrize(
     "mistake, cause",
-    unit2._gate_order_mistakes() + unit2.LSTM_MISTAKES,
+    unit2_mistakes.gate_order_mistakes() + unit2_mistakes.LSTM_MISTAKES,
     ids=lambda value: mistake_id(value) if isinstance(value, dict) else None,
 )
 def test_2_3_every_named_mistake_is_recognised(mistake, cause, capsys):
-    assert not check_lstm_cell(lambda *args: unit2._lstm_variant(args, **mistake))
-    assert f"Likely cause: {cause}" in verdict(capsys)
+    assert not check_lstm_cell(lambda *args: unit2_mistakes.lstm_variant(args, **mistake))
+    assert f"likely cause: {cause}." in verdict(capsys)
 
 
 def test_2_3_an_unknown_mistake_names_no_cause(capsys):
     assert not check_lstm_cell(lambda *args: (lstm_cell(*args)[0] * 1.01, lstm_cell(*args)[1]))
     out = verdict(capsys)
-    assert "h_new: values differ" in out and "Likely cause" not in out
+    assert "h_new: values differ" in out and "likely cause" not in out
+
+
+def lstm_with(order="ifgo", squash=torch.tanh, new_c_for_h=True, candidate=torch.tanh, uses_h=True):
+    """The learner's cell as a learner writes it, with the chosen mistakes."""
+
+    def lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = x @ weight_ih.T + bias_ih + (h @ weight_hh.T if uses_h else 0) + bias_hh
+        chunks = dict(zip(order, gates.chunk(4, dim=1), strict=True))
+        i, f, o = (torch.sigmoid(chunks[name]) for name in "ifo")
+        c_new = f * c + i * candidate(chunks["g"])
+        return o * squash(c_new if new_c_for_h else c), c_new
+
+    return lstm_cell
+
+
+def test_2_3_two_mistakes_at_once_are_both_named(capsys):
+    assert not check_lstm_cell(lstm_with(order="igfo", squash=lambda c: c))
+    out = verdict(capsys)
+    assert "likely cause: your gates read the four chunks as i, g, f, o" in out
+    assert "; and h_new = o * tanh(c_new): the tanh of the cell state is missing." in out
+    assert not check_lstm_cell(lstm_with(candidate=torch.sigmoid, new_c_for_h=False))
+    out = verdict(capsys)
+    assert "g, the candidate to write, takes tanh" in out and "not from the old c" in out
+
+
+def test_2_3_a_mistake_a_zero_state_hides_is_named_with_the_one_it_shows(capsys):
+    assert not check_lstm_cell(lstm_with(order="ifog", uses_h=False))
+    out = verdict(capsys)  # the zero state fails first; the cause is read on a carried state
+    assert "on a batch of 1, 5 inputs, hidden 3, zero state" in out
+    assert "chunks as i, f, o, g" in out and "the gates ignore the previous h" in out
+
+
+def test_2_3_one_sigmoid_for_all_four_in_the_textbook_order_names_the_nearest_order(capsys):
+    def all_sigmoid_igfo(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+        gates = torch.sigmoid(x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh)
+        i, g, f, o = gates.chunk(4, dim=1)  # i * g: i's chunk and g's cannot be told apart
+        c_new = f * c + i * g
+        return o * torch.tanh(c_new), c_new
+
+    assert not check_lstm_cell(all_sigmoid_igfo)
+    out = verdict(capsys)
+    assert out.count("your gates read the four chunks as") == 1 and "as i, g, f, o;" in out
+    assert "g, the candidate to write, takes tanh" in out
+
+
+def test_2_3_every_set_of_up_to_two_mistakes_gives_its_own_cell():
+    """What lstm_causes relies on: on the diagnosis case, two sets of mistakes give the same cell
+    only when they differ in gate orders that swap i and g."""
+    args = tuple(a.double().numpy() for a in unit2._lstm_case("diagnosis", 3, 4, 5, seed=234).args)
+    catalogue = unit2_mistakes.gate_order_mistakes() + unit2_mistakes.LSTM_MISTAKES
+    cells = {}
+    for size in (0, 1, 2):
+        for combo in itertools.combinations(range(len(catalogue)), size):
+            merged = [item for i in combo for item in catalogue[i][0].items()]
+            if len({key for key, _ in merged}) == len(merged):
+                cells[combo] = np.concatenate(unit2_mistakes.lstm_variant(args, **dict(merged)))
+    combos = list(cells)
+    flat = np.stack([cells[combo].ravel() for combo in combos])
+    gaps = np.abs(flat[:, None] - flat[None]).max(axis=-1)
+
+    def without_order(combo):
+        return sorted(catalogue[i][1] for i in combo if "order" not in catalogue[i][0])
+
+    for a, b in zip(*np.nonzero(gaps < 1e-3), strict=True):
+        if a < b:
+            assert without_order(combos[a]) == without_order(combos[b]), (combos[a], combos[b])
 
 
 def test_2_3_reference_is_torch_lstm_cell():

@@ -7,8 +7,9 @@
 Each check runs the learner's code on several inputs (real game frames and edge cases) and compares
 with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, a
 scripted emulator for 1.2 (`scripted_game.py`), and the formula of the original's NormalizedEnv for
-1.3. HINTS holds each exercise's hints, from the idea to a close sketch (the notebook shows them one
-at a time).
+1.3. When 1.1 or 1.3 fails, `unit1_mistakes` names the likely cause: the known mistake whose
+output the learner's matches. HINTS holds each exercise's hints, from the idea to a close sketch
+(the notebook shows them one at a time).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ from a3c_course.lessons.exercises.scripted_game import (
     compare_skip,
     play_skip,
     reference_skip_frames,
+)
+from a3c_course.lessons.exercises.unit1_mistakes import (
+    FIRST_FRAME_ZERO,
+    frame_cause,
+    normaliser_cause,
 )
 
 HINTS = {
@@ -134,12 +140,7 @@ def _compare_observation(got: Any, expected: np.ndarray) -> str | None:
     if problem is None:
         return None
     gap = float(np.nanmax(np.abs(got_a.astype(np.float64) - expected)))
-    hint = (
-        "grey is a weighted sum, 0.299 R + 0.587 G + 0.114 B (not the plain mean of R, G, B); "
-        "crop rows[0]:rows[1] before resizing; resize with interpolation=cv2.INTER_AREA; "
-        "cv2.resize takes (width, height)"
-    )
-    return f"{problem} (largest gap {gap:.3f}, allowed {1 / 255:.4f}). Check: {hint}"
+    return f"{problem} (largest gap {gap:.3f}, allowed {1 / 255:.4f})"  # frame_cause says why
 
 
 def check_preprocess_frame(preprocess_frame: Callable) -> bool:
@@ -169,7 +170,11 @@ def check_preprocess_frame(preprocess_frame: Callable) -> bool:
         case("an all-black screen (every value should be 0.0)", black, pong_rows),
     ]
     return check_cases(
-        "1.1", _copy_args(preprocess_frame, _name(preprocess_frame)), cases, _compare_observation
+        "1.1",
+        _copy_args(preprocess_frame, _name(preprocess_frame)),
+        cases,
+        _compare_observation,
+        frame_cause,
     )
 
 
@@ -239,34 +244,32 @@ def _feed(normalizer_class: Callable, name: str) -> Callable:
         for t in range(max(len(s) for s in streams)):
             for i, stream in enumerate(streams):  # interleaved, like two processes side by side
                 if t < len(stream):
-                    outputs[i].append(np.asarray(normalizers[i](stream[t].copy()), np.float64))
+                    outputs[i].append(np.asarray(_call(normalizers[i], stream[t], t), np.float64))
         return np.stack([np.stack(o) for o in outputs])
 
     run.__name__ = name
     return run
 
 
+def _call(normalizer: Callable, frame: np.ndarray, t: int) -> Any:
+    try:
+        return normalizer(frame.copy())
+    except ZeroDivisionError as error:  # 1 - alpha**0 with Python floats: name why, not just where
+        if t > 0:
+            raise
+        raise ZeroDivisionError(f"{error}; likely cause: {FIRST_FRAME_ZERO}") from error
+
+
 def _compare_normalised(got: Any, expected: np.ndarray) -> str | None:
+    """What differs, in numbers; normaliser_cause says why."""
     got_a = np.asarray(got, np.float64)
     if got_a.shape == expected.shape:
         if np.isnan(got_a).any() or np.isinf(got_a).any():
-            return (
-                "some outputs are nan or inf: a frame whose pixels are all equal has std 0; "
-                "divide by (std + eps), not by std"
-            )
+            return "some outputs are nan or inf"
         scale_got, scale_exp = np.abs(got_a).max(), np.abs(expected).max()
         if scale_exp > 0 and scale_got > 50 * scale_exp:
-            return (
-                f"outputs up to {scale_got:.1f}, expected at most {scale_exp:.2f}: the running averages "
-                "start at 0, so divide them by (1 - alpha**t) (the bias correction) before using them"
-            )
-    problem = close(got_a, expected, atol=1e-4, rtol=1e-4)
-    if problem is None:
-        return None
-    return (
-        f"{problem}. Check: update the averages with this frame first, then normalise it; "
-        "count t from 1 at the first frame; average each frame's std (not its variance)"
-    )
+            return f"outputs up to {scale_got:.3g}, expected at most {scale_exp:.2f}"
+    return close(got_a, expected, atol=1e-4, rtol=1e-4)
 
 
 SHARED_STATE = (
@@ -329,4 +332,6 @@ def check_running_normalizer(RunningNormalizer: Callable) -> bool:
     name = _name(RunningNormalizer)
     if _instances_share_state(RunningNormalizer):
         return report("1.3", name, SHARED_STATE)
-    return check_cases("1.3", _feed(RunningNormalizer, name), cases, _compare_normalised)
+    return check_cases(
+        "1.3", _feed(RunningNormalizer, name), cases, _compare_normalised, normaliser_cause
+    )

@@ -6,22 +6,23 @@
 
 Each check runs the learner's function on cases whose answers come from independent references
 (NumPy in float64, closed forms, torch.nn.LSTMCell), prints one verdict line and returns whether the
-exercise passed. When 2.3 fails, the check also names the likely cause if the learner's output is
-exactly that of a cell with a known mistake (gates in another order, sigmoid where tanh belongs, a
-missing term).
+exercise passed. When 2.2 or 2.3 fails, `unit2_mistakes` names the likely cause if the learner's
+output is exactly that of a known mistake: a max or sum over an axis of states (2.2); a cell with
+one or more mistakes, each named (gates in another order, sigmoid where tanh belongs, a missing
+term; 2.3).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
-from functools import partial
+from functools import cache
 
 import numpy as np
 import torch
 
 from a3c_course.lessons.exercises.core import Case, check_cases, close
+from a3c_course.lessons.exercises.unit2_mistakes import lstm_causes, probabilities_cause
 
 HINTS = {
     "2.1": [
@@ -194,7 +195,9 @@ def check_action_probabilities(func: Callable[[torch.Tensor], torch.Tensor]) -> 
             np.exp(_log_softmax_reference(large)),
         ),
     ]
-    return check_cases("2.2", func, cases, compare=_compare_probabilities)
+    return check_cases(
+        "2.2", func, cases, compare=_compare_probabilities, diagnose=probabilities_cause
+    )
 
 
 # ---------------------------------------------------------------- 2.3 an LSTM cell by hand
@@ -231,87 +234,30 @@ def _lstm_case(description, batch, n_in, hidden, seed, scale=1.0, zero_state=Fal
     return Case(description, args, _lstm_reference(*args))
 
 
-def _compare_lstm(got, expected, cause: str | None = None) -> str | None:
+def _compare_lstm(got, expected) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"return a pair (h_new, c_new), got a {type(got).__name__}"
     for name, g, e in zip(("h_new", "c_new"), got, expected, strict=True):
         problem = _finite_problem(g) or close(g, e, atol=1e-5, rtol=1e-4)
         if problem:
-            return f"{name}: {problem}" + (f". Likely cause: {cause}" if cause else "")
+            return f"{name}: {problem}"
     return None
 
 
-# Mistakes that are cheap to recognise: the learner's output equals the cell computed with the
-# mistake. Each is (what the cell does differently, the cause in words).
-TORCH_ORDER = "ifgo"
-
-
-def _lstm_variant(args, order=TORCH_ORDER, gate=torch.sigmoid, candidate=torch.tanh, **mistake):
-    """nn.LSTMCell's step, or the same step with one of the mistakes the check can name.
-
-    order: which gate each of the four chunks is read as; gate and candidate: the activations of
-    i, f, o and of g; mistake: squash (what h applies to c), old_c (h from the old c),
-    no_recurrence (h_{t-1} left out), one_bias (bias_hh left out), swapped (returns (c, h)).
-    """
-    x, h, c, weight_ih, weight_hh, bias_ih, bias_hh = args
-    recurrent = 0 if mistake.get("no_recurrence") else h @ weight_hh.T
-    gates = x @ weight_ih.T + bias_ih + recurrent + (0 if mistake.get("one_bias") else bias_hh)
-    chunk = dict(zip(order, gates.chunk(4, dim=1), strict=True))
-    i, f, o = (gate(chunk[name]) for name in "ifo")
-    c_new = f * c + i * candidate(chunk["g"])
-    h_new = o * mistake.get("squash", torch.tanh)(c if mistake.get("old_c") else c_new)
-    return (c_new, h_new) if mistake.get("swapped") else (h_new, c_new)
-
-
-def _gate_order_mistakes() -> list[tuple[dict, str]]:
-    return [
-        (
-            {"order": "".join(order)},
-            f"your gates read the four chunks as {', '.join(order)}; PyTorch's LSTMCell stacks "
-            "them as input, forget, cell (g), output: i, f, g, o = gates.chunk(4, dim=1)",
-        )
-        for order in itertools.permutations(TORCH_ORDER)
-        if "".join(order) != TORCH_ORDER
-    ]
-
-
-LSTM_MISTAKES = [
-    (
-        {"candidate": torch.sigmoid},
-        "g, the candidate to write, takes tanh (values in (-1, 1)), "
-        "not sigmoid: c_new = f * c + i * tanh(g)",
-    ),
-    (
-        {"gate": torch.tanh},
-        "the gates i, f and o take sigmoid (a fraction in (0, 1) to let through), not tanh",
-    ),
-    (
-        {"squash": torch.sigmoid},
-        "h_new = o * tanh(c_new): the cell state goes through tanh, not sigmoid",
-    ),
-    ({"squash": lambda c: c}, "h_new = o * tanh(c_new): the tanh of the cell state is missing"),
-    ({"old_c": True}, "h_new is computed from the new cell state c_new, not from the old c"),
-    (
-        {"no_recurrence": True},
-        "the gates ignore the previous h: add h @ weight_hh.T (a zero "
-        "state hides this; a carried state does not)",
-    ),
-    ({"one_bias": True}, "PyTorch adds two biases, bias_ih and bias_hh: one is missing"),
-    ({"swapped": True}, "return (h_new, c_new) in that order: yours returns (c_new, h_new)"),
-]
-
-
-def _likely_lstm_mistake(func: Callable) -> str | None:
-    """The mistake whose cell gives exactly the learner's output on a carried state, if any."""
+def _lstm_diagnosis(func: Callable) -> Callable[[Case, object], str | None]:
+    """The causes read on one carried state, where every known mistake shows (a zero state hides
+    a missing h @ weight_hh.T), whichever case failed first: run once, when a case fails."""
     args = _lstm_case("diagnosis", 3, 4, 5, seed=234).args
-    try:
-        got = func(*(a.clone() for a in args))
-    except Exception:  # a stub or a crash: the check itself reports it
-        return None
-    for mistake, cause in _gate_order_mistakes() + LSTM_MISTAKES:
-        if _compare_lstm(got, _lstm_variant(args, **mistake)) is None:
-            return cause
-    return None
+
+    @cache
+    def causes() -> str | None:
+        try:
+            got = func(*(a.clone() for a in args))
+        except Exception:  # a crash here: the check reports the case's own
+            return None
+        return lstm_causes(args, got)
+
+    return lambda case, got: causes()
 
 
 def check_lstm_cell(func: Callable) -> bool:
@@ -330,5 +276,4 @@ def check_lstm_cell(func: Callable) -> bool:
             scale=5.0,
         ),
     ]
-    cause = _likely_lstm_mistake(func)
-    return check_cases("2.3", func, cases, compare=partial(_compare_lstm, cause=cause))
+    return check_cases("2.3", func, cases, _compare_lstm, _lstm_diagnosis(func))
