@@ -1,5 +1,6 @@
 """The notebooks' setup cell: installs the course only inside Colab, silent no-op elsewhere."""
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -148,3 +149,76 @@ def test_the_sync_tool_says_when_nothing_needed_changing(tmp_path, capsys):
     assert sync_colab.main(str(notebooks)) == 0
     assert capsys.readouterr().out.startswith("nothing to change")
     assert sync_colab.main(str(tmp_path / "missing")) == 2
+
+
+def fake_colab_files(monkeypatch) -> list[str]:
+    """Colab's google.colab.files in sys.modules (so in_colab() is True); the paths its download()
+    was called with."""
+    downloads = []
+    google = types.ModuleType("google")
+    google.colab = types.ModuleType("google.colab")
+    google.colab.files = types.SimpleNamespace(download=downloads.append)
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", google.colab)
+    return downloads
+
+
+@pytest.fixture
+def cartpole_run(tmp_path):
+    """A run folder as training leaves it: checkpoint, config, metrics."""
+    import torch
+
+    from a3c_course.a3c.model import ActorCritic
+    from a3c_course.training.checkpoint import save_checkpoint
+    from a3c_course.training.config import TrainConfig
+
+    torch.manual_seed(0)
+    config = TrainConfig(game="CartPole-v1", hidden_size=8)
+    folder = tmp_path / "runs" / "cartpole"
+    save_checkpoint(folder / "checkpoint.pt", ActorCritic((4,), 2, 8), config, steps=1234)
+    (folder / "config.json").write_text(json.dumps(config.to_dict()))
+    (folder / "metrics.jsonl").write_text('{"kind": "episode", "steps": 20, "score": 20.0}\n')
+    return folder
+
+
+@pytest.mark.parametrize("mounted", [True, False])
+def test_keeping_a_run_in_colab_downloads_the_zip_and_says_where_drive_is(
+    monkeypatch, tmp_path, cartpole_run, mounted
+):
+    from a3c_course.lessons.keep_run import DRIVE_FOLDER
+    from a3c_course.lessons.panels import GameplayPanel
+
+    assert not colab.in_colab()
+    downloads = fake_colab_files(monkeypatch)
+    assert colab.in_colab()
+    panel = GameplayPanel("CartPole-v1", str(cartpole_run / "checkpoint.pt"), video_dir=tmp_path)
+    panel.keeper.drive_root = tmp_path / "MyDrive"
+    if mounted:
+        panel.keeper.drive_root.mkdir()
+    panel.keeper.button.click()
+    zip_path = tmp_path / "runs" / "cartpole-1234-steps.zip"
+    assert downloads == [str(zip_path)] and zip_path.is_file()
+    message = panel.keeper.message.value
+    assert "Your browser downloads it now." in message
+    on_drive = tmp_path / "MyDrive" / DRIVE_FOLDER / zip_path.name
+    assert on_drive.is_file() == mounted
+    assert (f"Copied to Google Drive: {on_drive}" in message) == mounted
+    mount = "drive.mount(&#x27;/content/drive&#x27;)"  # the line to run, html-escaped
+    assert (f"from google.colab import drive; {mount}" in message) == (not mounted)
+    assert colab.DRIVE_MOUNT == "from google.colab import drive; drive.mount('/content/drive')"
+
+
+def test_a_failed_colab_download_still_says_where_the_zip_is(monkeypatch, tmp_path, cartpole_run):
+    from a3c_course.lessons.panels import GameplayPanel
+
+    def refuse(path):
+        raise FileNotFoundError(path)
+
+    InteractiveShell.instance()  # as in a kernel, where an Output widget swallows exceptions
+    fake_colab_files(monkeypatch)
+    monkeypatch.setattr(sys.modules["google.colab"].files, "download", refuse)
+    panel = GameplayPanel("CartPole-v1", str(cartpole_run / "checkpoint.pt"), video_dir=tmp_path)
+    panel.keeper.drive_root = tmp_path / "no-drive"
+    assert panel.keep() is True
+    assert "The download did not start" in panel.keeper.message.value
+    assert "Colab&#x27;s Files pane" in panel.keeper.message.value

@@ -17,7 +17,9 @@ tests/test_colab.py checks that they all match.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 COURSE_REPOSITORY = "https://github.com/a3c-course/a3c-course"
 COURSE_REF = "main"  # the branch or tag that learners get: a release's tag pins it
@@ -55,6 +57,24 @@ if "google.colab" in sys.modules:
     restart_needed()
 elif importlib.util.find_spec("ray") is None:
     print('Ray is missing: `pip install "a3c-course[cluster]"` (make setup installs it), then restart.')"""
+
+
+# Google Drive, where a run outlives the Colab session (keep_run.py copies kept runs there).
+DRIVE_ROOT = Path("/content/drive/MyDrive")  # there once Drive is mounted, absent before
+DRIVE_MOUNT = "from google.colab import drive; drive.mount('/content/drive')"
+
+
+def in_colab() -> bool:
+    """Whether this kernel runs in Google Colab (as the setup cell tells: Colab loaded the module)."""
+    return "google.colab" in sys.modules
+
+
+def download(path: str | os.PathLike) -> None:
+    """Have the browser download path (Colab only). Its JavaScript is displayed where display()
+    writes: a panel calls this inside its Output widget, or a button's click would lose it."""
+    from google.colab import files  # only in Colab: there is no such package elsewhere
+
+    files.download(str(path))
 
 
 def restart_needed() -> bool:

@@ -9,9 +9,10 @@
     GameplayPanel()                             # pick a checkpoint, watch it play, evaluate it
 
 Every panel is a plain object holding ipywidgets; what its buttons do are its methods
-(`settings.read()`, `training.start()`, `training.stop()`, `player.play()`, `player.evaluate()`),
-so the tests call them directly, without a browser. `panel.widget` is the box to display (a
-panel displays itself too).
+(`settings.read()`, `training.start()`, `training.stop()`, `player.play()`, `player.evaluate()`,
+and "Keep this run"'s `training.keep()`, `player.keep()`: keep_run.py's zip of the run's folder,
+downloaded, and copied to Google Drive when mounted), so the tests call them without a browser.
+`panel.widget` is the box to display (a panel displays itself too).
 
 Training runs in a background thread of the kernel, so the notebook stays responsive and the Stop
 button can be pressed. Stop does not kill anything: it makes the trainer's next progress callback

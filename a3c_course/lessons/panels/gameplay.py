@@ -1,5 +1,6 @@
 """The gameplay panel: pick a game and a checkpoint (or the shipped agent, or random play), watch it
-play, and score it on whole games beside the shipped agent's card.
+play, score it on whole games beside the shipped agent's card, and keep the checkpoint's run (zip
+its folder for download: a Colab session's files go with the session).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from a3c_course.lessons.panels.base import (
     LAYOUT,
     PLAY_MAX_FRAMES,
     STYLE,
+    KeepRun,
     Panel,
     error_html,
 )
+from a3c_course.training.run_record import SNAPSHOTS_NAME
 
 PRETRAINED = "pretrained"  # in the checkpoint box: the course's shipped agent of the game
 EVAL_GAMES = 10  # Evaluate plays this many whole games, as the shipped agents' cards do
@@ -108,8 +111,10 @@ class GameplayPanel(Panel):
             description="Evaluate", icon="check", tooltip=f"play {eval_games} whole games, no video"
         )
         self.message, self.video, self.evaluation = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.keeper = KeepRun()
         self.play_button.on_click(lambda _button: self.play())
         self.evaluate_button.on_click(lambda _button: self.evaluate())
+        self.keeper.button.on_click(lambda _button: self.keep())
         self.video_dir = (
             Path(video_dir) if video_dir else Path(tempfile.mkdtemp(prefix="a3c-play-"))
         )
@@ -121,7 +126,8 @@ class GameplayPanel(Panel):
                 widgets.HTML("<b>Watch it play</b>"),
                 *(self.game, self.checkpoint, self.episodes, self.policy, self.sticky),
                 self.max_steps,
-                widgets.HBox([self.play_button, self.evaluate_button]),
+                widgets.HBox([self.play_button, self.evaluate_button, self.keeper.button]),
+                *(self.keeper.message, self.keeper.output),
                 *(self.message, self.video, self.evaluation),
             ]
         )
@@ -196,3 +202,26 @@ class GameplayPanel(Panel):
             self.evaluate_button.disabled = False
         self.evaluation.value = comparison_html(who, self.result, game, self.sticky.value)
         return True
+
+    def run_folder(self) -> Path | None:
+        """The folder of the run whose checkpoint the box names (a snapshot's: its run's); None
+        for random play and the shipped agent, which are no run of the learner's."""
+        text = self.checkpoint.value.strip()
+        if not text or text == PRETRAINED:
+            return None
+        path = Path(text)
+        folder = path if path.is_dir() else path.parent
+        return folder.parent if folder.name == SNAPSHOTS_NAME else folder
+
+    def keep(self) -> bool:
+        """Zip the checkpoint's run folder and offer it for download (KeepRun); False with the
+        reason shown when it cannot."""
+        folder = self.run_folder()
+        if folder is None:
+            self.keeper.clear()
+            self.keeper.message.value = error_html(
+                "Keep this run needs the checkpoint of a run of yours in the checkpoint box "
+                "(e.g. runs/pong/checkpoint.pt)"
+            )
+            return False
+        return self.keeper.keep(folder)

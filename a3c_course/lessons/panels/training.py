@@ -4,7 +4,8 @@ Training runs in a background thread of the kernel, so the notebook stays respon
 button can be pressed. Stop does not kill anything: it makes the trainer's next progress callback
 raise KeyboardInterrupt, and the trainer stops its workers, joins them and saves the checkpoint,
 as on Ctrl-C. The live plot is a PNG in an Image widget: updating a widget's value is safe from a
-background thread, printing into an Output widget is not.
+background thread, printing into an Output widget is not. Once a run has ended, "Keep this run"
+zips its folder for download (and Drive): a Colab session's files go with the session.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import io
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
-from a3c_course.lessons.panels.base import LAYOUT, Panel, error_html
+from a3c_course.lessons.panels.base import LAYOUT, KeepRun, Panel, error_html
 from a3c_course.lessons.panels.settings import HyperparameterPanel, describe_config
 from a3c_course.training.config import TrainConfig
 
@@ -102,8 +104,11 @@ class TrainingPanel(Panel):
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, layout=LAYOUT)
         self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="1024px"))
         self.outcome = widgets.HTML()
+        self.keeper = KeepRun()
+        self.keeper.button.disabled = True  # until a run has ended with its checkpoint saved
         self.start_button.on_click(lambda _button: self.start())
         self.stop_button.on_click(lambda _button: self.stop())
+        self.keeper.button.on_click(lambda _button: self.keep())
         self.widget = widgets.VBox(
             [
                 widgets.HTML("<b>Training</b>"),
@@ -112,8 +117,12 @@ class TrainingPanel(Panel):
                 self.status,
                 self.plot,
                 self.outcome,
+                self.keeper.button,
+                self.keeper.message,
+                self.keeper.output,
             ]
         )
+        self.run_folder: Path | None = None  # the last run's out_dir, what Keep zips
         self.result = None
         self.error: str | None = None
         self.thread: threading.Thread | None = None
@@ -146,6 +155,8 @@ class TrainingPanel(Panel):
         self.result, self.error, self.outcome.value = None, None, ""
         self.progress.value, self.progress.bar_style = 0.0, ""
         self.start_button.disabled, self.stop_button.disabled = True, False
+        self.keeper.clear()
+        self.keeper.button.disabled, self.run_folder = True, Path(config.out_dir)
         self.status.value = html.escape(f"Starting: {describe_config(config)}")
         self.thread = threading.Thread(
             target=self._run, args=(config,), name="a3c-training-panel", daemon=True
@@ -160,6 +171,17 @@ class TrainingPanel(Panel):
             self._stop.set()
             self.stop_button.disabled = True
             self.status.value = "Stopping: waiting for the workers to finish their rollouts..."
+
+    def keep(self) -> bool:
+        """Zip the last run's folder and offer it for download (KeepRun); False with the reason
+        shown when there is none, or it still trains (its files change until it stops)."""
+        if self.running:
+            self.keeper.message.value = error_html("training is still running: Stop it first")
+            return False
+        if self.run_folder is None:
+            self.keeper.message.value = error_html("no run to keep yet: Start one first")
+            return False
+        return self.keeper.keep(self.run_folder)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until training ends (True) or timeout seconds pass (False)."""
@@ -184,6 +206,7 @@ class TrainingPanel(Panel):
             )
 
     def _run(self, config: TrainConfig) -> None:
+        from a3c_course.training.checkpoint import CHECKPOINT_NAME
         from a3c_course.training.files import StorageError
         from a3c_course.training.run_record import WorkerError
         from a3c_course.training.trainer import train
@@ -208,6 +231,7 @@ class TrainingPanel(Panel):
             self.progress.bar_style = "danger"
         finally:
             self.start_button.disabled, self.stop_button.disabled = False, True
+            self.keeper.button.disabled = not (self.run_folder / CHECKPOINT_NAME).is_file()
 
 
 def _fraction_done(result) -> float:
