@@ -49,11 +49,17 @@ def test_frame_motion_shows_both_frames_and_their_difference():
     assert axes[2].images[0].get_array()[1, 2] == 0.5 and axes[2].images[0].get_array().sum() == 0.5
 
 
-def test_standardised_frame_gets_two_panels_each_with_a_colour_bar():
+def test_standardised_frame_shares_one_colour_scale_and_counts_every_pixel():
     frame = torch.rand(1, 1, 6, 6)
     figure = figures.plot_standardised(frame, frame * 10)
-    assert len(figure.axes) == 4  # two pictures, two colour bars
-    assert figure.axes[1].images[0].get_array().max() == pytest.approx(10 * frame.max().item())
+    before, after, histogram, colour_bar = figure.axes  # two pictures, a histogram, one colour bar
+    assert before.images[0].get_clim() == after.images[0].get_clim()
+    assert before.images[0].get_clim() == pytest.approx(
+        (frame.min().item(), 10 * frame.max().item())
+    )
+    assert after.images[0].get_array().max() == pytest.approx(10 * frame.max().item())
+    counts = [sum(patch.get_height() for patch in bars) for bars in histogram.containers]
+    assert counts == [36, 36] and histogram.get_yscale() == "log"
 
 
 def test_feature_maps_are_taken_after_each_relu_and_drawn_one_row_per_block():

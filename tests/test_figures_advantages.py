@@ -57,7 +57,16 @@ def test_the_bias_variance_experiment_trades_bias_for_variance(episodes):
     assert "smallest mean squared error at lambda" in result.table()
     figure = fig.plot_bias_variance(result)
     lines = figure.axes[0].get_lines()
+    assert np.allclose(lines[0].get_ydata(), result.bias**2)
     assert np.allclose(lines[2].get_ydata(), result.mse)
+    # the table prints what the plot draws, under the same names: bias^2, variance, their sum
+    table = fig.bias_variance_table(result, every=1).splitlines()
+    assert table[0].split()[:3] == ["lambda", "bias^2", "variance"]
+    assert "bias$^2$" in lines[0].get_label()
+    rows = np.array([[float(x) for x in row.split()] for row in table[1:-1]])
+    assert np.allclose(rows[:, 1], result.bias**2, atol=1e-3)
+    assert np.allclose(rows[:, 2], result.variance, atol=1e-3)
+    assert np.allclose(rows[:, 3], result.mse, atol=1e-3)
     hist = fig.show_lambda(result, 0.5)
     assert len(hist.axes) == 2 and "0.50" in hist.axes[0].get_title()
 
@@ -112,3 +121,22 @@ def test_the_policy_gradient_picture():
 def after_step_moves_the_taken_action():
     before = torch.softmax(torch.tensor([0.5, 0.0, -0.5]), 0)[0]
     return fig.after_one_step(2.0)[0] > before > fig.after_one_step(-2.0)[0]
+
+
+def test_the_backward_pass_picture():
+    deltas, advantages = [0.86, -0.40, 0.67], [0.572, -0.40, 0.67]
+    ax = fig.draw_gae_backward(deltas, advantages, 0.72, ends=[False, True, False]).axes[0]
+    texts = [text.get_text() for text in ax.texts]
+    assert any("+0.57" in text and "step 0" in text for text in texts)
+    assert texts.count("x") == 1 and sum("0.72" in text for text in texts) == 2  # one carry cut
+    assert any("= 0" in text for text in texts)  # A_T = 0 after the rollout
+
+
+def test_code_of_leaves_out_the_docstring():
+    def documented(x):
+        """A docstring
+        on two lines."""
+        return x + 1
+
+    code = fig.code_of(documented)
+    assert "docstring" not in code and "return x + 1" in code and code.startswith("def documented")

@@ -62,17 +62,27 @@ def plot_frame_motion(previous: np.ndarray, current: np.ndarray):
 
 
 def plot_standardised(frame: torch.Tensor, scaled: torch.Tensor):
-    """A (1, 1, H, W) frame before and after standardising, each with its colour bar."""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    """A (1, 1, H, W) frame before and after standardising: both pictures on one shared colour
+    scale (one colour bar), then a histogram of their pixel values (log counts)."""
+    before, after = _numpy(frame[0, 0]), _numpy(scaled[0, 0])
+    low, high = min(before.min(), after.min()), max(before.max(), after.max())
+    fig, axes = plt.subplots(
+        1, 3, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 1, 1.6]}, layout="constrained"
+    )
     for ax, image, title in (
-        (axes[0], frame, "the [0, 1] frame"),
-        (axes[1], scaled, "standardised"),
+        (axes[0], before, "the [0, 1] frame"),
+        (axes[1], after, "standardised"),
     ):
-        shown = ax.imshow(_numpy(image[0, 0]), cmap="gray")
-        fig.colorbar(shown, ax=ax, fraction=0.046)
-        ax.set_title(title)
+        shown = ax.imshow(image, cmap="gray", vmin=low, vmax=high)
+        ax.set_title(f"{title}: {image.min():.2f} to {image.max():.2f}", fontsize=10)
         ax.axis("off")
-    fig.tight_layout()
+    fig.colorbar(shown, ax=list(axes[:2]), fraction=0.046, label="one colour scale for both")
+    bins = np.linspace(low, high, 80)
+    axes[2].hist(before.ravel(), bins=bins, label="the [0, 1] frame")
+    axes[2].hist(after.ravel(), bins=bins, alpha=0.7, label="standardised")
+    axes[2].set_yscale("log")
+    axes[2].set(xlabel="pixel value", ylabel="pixels (log scale)")
+    axes[2].legend(fontsize=8)
     return fig
 
 

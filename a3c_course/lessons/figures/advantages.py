@@ -8,6 +8,10 @@ return a matplotlib Figure made without pyplot, so that a notebook shows each on
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -32,6 +36,18 @@ from a3c_course.lessons.figures.cartpole_testbed import (  # noqa: F401  the not
 )
 
 # ------------------------------------------------------------------ figures
+
+
+def code_of(function) -> str:
+    """A function's source without its docstring, to be read in the notebook."""
+    source = textwrap.dedent(inspect.getsource(function))
+    first = ast.parse(source).body[0].body[0]
+    is_docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    if is_docstring and isinstance(first.value.value, str):
+        lines = source.splitlines()
+        del lines[first.lineno - 1 : first.end_lineno]
+        source = "\n".join(lines)
+    return source
 
 
 def _axes(width, height):
@@ -122,6 +138,16 @@ def plot_gae_weights(lambdas=(0.5, 0.9, 0.95), steps_left=20):
     return fig
 
 
+def bias_variance_table(result: BiasVariance, every=2) -> str:
+    """The plotted numbers as a table: bias squared, variance and their sum, the mean squared error."""
+    rows = ["lambda   bias^2   variance   mean squared error (= bias^2 + variance)"]
+    for i in range(0, len(result.lambdas), every):
+        row = (result.lambdas[i], result.bias[i] ** 2, result.variance[i], result.mse[i])
+        rows.append("{:<6.2f} {:8.3f} {:10.3f} {:12.3f}".format(*row))
+    best = result.lambdas[result.mse.argmin()]
+    return "\n".join([*rows, f"smallest mean squared error at lambda = {best:.2f}"])
+
+
 def plot_bias_variance(result: BiasVariance):
     """Bias squared, variance and their sum (the mean squared error) against lambda."""
     fig, ax = _axes(8, 3.5)
@@ -171,6 +197,42 @@ def show_lambda(result: BiasVariance, lam):
     left.legend()
     _draw_bias_variance(right, result, small=True)
     right.axvline(result.lambdas[i], color="tab:red")
+    return fig
+
+
+def draw_gae_backward(deltas, advantages, discount, ends=None):
+    """The backward GAE pass on a short rollout: each step's TD error and advantage, and the carry
+    A_t = delta_t + discount * A_{t+1} drawn as an arrow from step t+1 to step t (cut where an
+    episode ends after step t: ends[t] True). A_T = 0 stands after the last step."""
+    deltas, advantages = [float(d) for d in deltas], [float(a) for a in advantages]
+    steps = len(deltas)
+    ends = [False] * steps if ends is None else [bool(e) for e in ends]
+    fig, ax = _axes(2.3 * (steps + 1), 2.4)
+    for t in range(steps):
+        ax.add_patch(Rectangle((2 * t, 0), 1.3, 1, color="tab:blue", alpha=0.25))
+        text = f"step {t}\n$\\delta_{{{t}}}$ = {deltas[t]:+.2f}\n$\\hat A_{{{t}}}$ = {advantages[t]:+.2f}"
+        ax.text(2 * t + 0.65, 0.5, text, ha="center", va="center", fontsize=9)
+    after = Rectangle((2 * steps, 0), 1.3, 1, fill=False, color="tab:blue", linestyle=":")
+    ax.add_patch(after)
+    last = f"$\\hat A_{{{steps}}} = 0$\n(after the\nrollout)"
+    ax.text(2 * steps + 0.65, 0.5, last, ha="center", va="center", fontsize=9)
+    for t in range(steps):
+        if ends[t]:
+            stop = dict(color="tab:red", ha="center", va="center")
+            ax.text(2 * t + 1.65, 0.5, "x", fontsize=14, fontweight="bold", **stop)
+            ax.text(2 * t + 1.65, 1.3, "episode\nends", fontsize=8, **stop)
+            continue
+        arrow = FancyArrowPatch(
+            (2 * t + 2, 0.5), (2 * t + 1.3, 0.5), arrowstyle="->", mutation_scale=12, color="grey"
+        )
+        ax.add_patch(arrow)
+        ax.text(2 * t + 1.65, 0.62, f"× {discount:g}", ha="center", fontsize=8, color="grey")
+    ax.set(xlim=(-0.2, 2 * steps + 1.5), ylim=(-0.2, 1.6))
+    title = f"Backwards: $\\hat A_t = \\delta_t + {discount:g}\\,\\hat A_{{t+1}}$"
+    if any(ends):
+        title += " (no carry across an episode's end: x)"
+    ax.set_title(title, fontsize=10)
+    ax.axis("off")
     return fig
 
 
