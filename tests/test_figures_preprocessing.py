@@ -100,6 +100,7 @@ def test_the_scripted_player_plays_a_whole_game_and_its_route_replays_exactly():
     figure = figures.plot_lives(game["lives"], game["rewards"])
     lives, clipped = figure.axes[0].lines
     assert clipped.get_ydata()[-1] == pytest.approx(sum(game["rewards"]) / 10)
+    assert clipped.get_label() == "clipped rewards so far / 10"  # a sum of rewards, not a return
 
 
 def test_observations_of_returns_each_players_own_observations():

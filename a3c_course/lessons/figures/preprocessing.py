@@ -199,11 +199,11 @@ def blind_replay(actions: Sequence[int], seed: int, **options) -> float:
 
 
 def plot_lives(lives: Sequence[int], rewards: Sequence[float]):
-    """The lives left and the clipped return (divided by 10) through one game."""
+    """The lives left and the clipped rewards summed so far (divided by 10) through one game."""
     figure, ax = plt.subplots(figsize=(7, 2.6))
     ax.plot(lives, label="lives (info['lives'])")
-    ax.plot(np.concatenate([[0.0], np.cumsum(rewards)]) / 10, label="clipped return / 10")
-    ax.set_xlabel("agent step")
+    ax.plot(np.concatenate([[0.0], np.cumsum(rewards)]) / 10, label="clipped rewards so far / 10")
+    ax.set_xlabel("step (4 frames each)")
     ax.legend()
     plt.close(figure)
     return figure
@@ -211,7 +211,7 @@ def plot_lives(lives: Sequence[int], rewards: Sequence[float]):
 
 def observations_of(policy_name: str, steps: int = 300, seed: int = 1) -> list[np.ndarray]:
     """The course's observations of `steps` Breakout steps by the "scripted" or a "random" player
-    (a new game after each game over): what one worker's normaliser would be fed."""
+    (a new game after each game over): what one environment's running normaliser would be fed."""
     from a3c_course.a3c.envs import make_env
 
     env = make_env("breakout", seed=seed)
