@@ -1,0 +1,201 @@
+"""The course's glossary, gathered from its "New words" boxes, and a check that no word comes early.
+
+    python tools/glossary.py write     # (re)write notebooks/glossary.md from the boxes
+    python tools/glossary.py check     # every term's first use, in reading order, against its box
+
+A "New words" box is a quoted block in a markdown cell that starts `> **New words.**`; each term it
+defines is set in italics (`*term*`) and followed by its definition. The glossary lists every term
+once, where it is first defined, in the course's reading order: the units 01 to 05, then the
+appendix, each notebook top to bottom.
+
+A term is *used* where its words appear in a markdown cell's prose (code, inline code, maths and
+link targets are not prose), in the singular or the plural, in any case. Its first use must come in
+the cell that defines it or later: a box may follow the sentence it explains, in the same cell.
+Some terms are also ordinary English ("value", "state", "return"); ORDINARY lists the phrases in
+which they carry their everyday sense, and those are not counted as uses.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+GLOSSARY = NOTEBOOKS / "glossary.md"
+BOX_START = "> **New words.**"
+TERM = re.compile(r"(?<![*\w])\*([^*\n]+?)\*(?![*\w])")
+
+# Everyday senses that are not the technical term (whole phrases, matched case-insensitively).
+ORDINARY: dict[str, list[str]] = {
+    # a function "returns the first observation" (or "returns `obs`"): the verb, then its object
+    "return": [r"\breturn(?:s|ed|ing)?(?=\s+(?:the|a|an|its|their|one|two|what|both|each|every|it|them|CODE|MATH)\b)"],
+}
+
+
+@dataclass(frozen=True)
+class Place:
+    notebook: int  # position in reading order
+    cell: int
+
+    def name(self) -> str:
+        return f"{reading_order()[self.notebook].name} cell {self.cell}"
+
+
+@dataclass(frozen=True)
+class Term:
+    term: str
+    definition: str
+    place: Place
+
+
+def reading_order() -> list[Path]:
+    units = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if p.name[0].isdigit())
+    return units + sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name[0].isdigit())
+
+
+def cells():
+    """(Place, markdown source) for every markdown cell, in reading order."""
+    for n, path in enumerate(reading_order()):
+        for c, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "markdown":
+                yield Place(n, c), cell.source
+
+
+def boxes(source: str) -> list[str]:
+    """The text of each New words box in a cell (the quoted lines from the box's first line on)."""
+    found, lines = [], source.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(BOX_START):
+            box = []
+            for quoted in lines[i:]:
+                if not quoted.startswith(">"):
+                    break
+                box.append(quoted.lstrip(">").strip())
+            found.append(" ".join(box).replace("**New words.**", "", 1))
+    return found
+
+
+def terms_of(box: str) -> list[tuple[str, str]]:
+    """(term, its definition) for each italic term in a box; the definition runs to the next term."""
+    matches = list(TERM.finditer(box))
+    out = []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(box)
+        definition = box[match.end() : end].strip(" -,;")
+        out.append((match.group(1).strip(), definition))
+    return out
+
+
+def glossary() -> list[Term]:
+    """Every term at its first definition, in reading order."""
+    seen, found = set(), []
+    for place, source in cells():
+        for box in boxes(source):
+            for term, definition in terms_of(box):
+                if term.lower() not in seen:
+                    seen.add(term.lower())
+                    found.append(Term(term, definition, place))
+    return found
+
+
+def prose(source: str) -> str:
+    """A markdown cell's prose: without code, maths, link targets, HTML tags."""
+    text = re.sub(r"```.*?```", " ", source, flags=re.DOTALL)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.DOTALL)
+    text = re.sub(r"\$[^$\n]+\$", " MATH ", text)
+    text = re.sub(r"`[^`\n]+`", " CODE ", text)  # a word still: "returns `x`" reads as a verb
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"<[^>]+>", " ", text)
+
+
+def pattern(term: str) -> re.Pattern:
+    """The term, singular or plural, as whole words; hyphens and spaces alike."""
+    words = [re.escape(w) for w in re.split(r"[\s-]+", term.strip())]
+    last = words[-1].removesuffix("s") if len(words[-1]) > 3 else words[-1]
+    body = r"[\s-]+".join(words[:-1] + [last + r"(?:s|es)?"])
+    return re.compile(rf"(?<![\w-]){body}(?![\w-])", re.IGNORECASE)
+
+
+def first_use(term: str) -> tuple[Place, str] | None:
+    """Where the term first appears in prose, with the words around it."""
+    ordinary = [re.compile(p, re.IGNORECASE) for p in ORDINARY.get(term.lower(), [])]
+    for place, source in cells():
+        text = prose(source)
+        for phrase in ordinary:
+            text = phrase.sub(" ", text)
+        match = pattern(term).search(text)
+        if match:
+            around = text[max(0, match.start() - 50) : match.end() + 50]
+            return place, " ".join(around.split())
+    return None
+
+
+def early_uses() -> list[str]:
+    """One line per term used before the cell that defines it."""
+    problems = []
+    for entry in glossary():
+        use = first_use(entry.term)
+        if use and (use[0].notebook, use[0].cell) < (entry.place.notebook, entry.place.cell):
+            problems.append(
+                f"{entry.term!r} defined in {entry.place.name()}, used first in "
+                f"{use[0].name()}: ...{use[1]}..."
+            )
+    return problems
+
+
+def headings() -> dict[Place, str]:
+    """The heading in force at each markdown cell (its own, or the last one above it)."""
+    found, current = {}, {}
+    for place, source in cells():
+        for line in source.splitlines():
+            if line.startswith("#"):
+                level, title = len(line) - len(line.lstrip("#")), line.lstrip("#").strip()
+                current = {k: v for k, v in current.items() if k < level} | {level: title}
+                if level == 1:
+                    current = {1: title}
+        found[place] = current
+    return found
+
+
+def render() -> str:
+    lines = [
+        "# Glossary",
+        "",
+        "Every word the course defines, in the order the course defines it, with the section where",
+        "its *New words* box stands. Written by `tools/glossary.py write` from the boxes.",
+    ]
+    titles, current = headings(), None
+    for entry in glossary():
+        path = reading_order()[entry.place.notebook]
+        if path != current:
+            lines += ["", f"## [{titles[entry.place].get(1, path.stem)}]({path.name})", ""]
+            current = path
+        section = max((k for k in titles[entry.place] if k > 1), default=None)
+        where = f" (*{titles[entry.place][section]}*)" if section else ""
+        definition = entry.definition.removeprefix(":").strip()
+        joiner = ": " if entry.definition.startswith(":") else " "  # else a symbol first: "$s_t$: ..."
+        lines.append(f"- **{entry.term}**{joiner}{definition}{where}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "check"
+    if command == "write":
+        GLOSSARY.write_text(render())
+        print(f"wrote {GLOSSARY.relative_to(ROOT)}: {len(glossary())} terms")
+        return 0
+    if command == "check":
+        problems = early_uses()
+        print("\n".join(problems) or f"{len(glossary())} terms, none used before its box")
+        return 1 if problems else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
