@@ -1,0 +1,27 @@
+"""Each test file's (or notebook's) total time in a `pytest --junitxml` report, longest first.
+
+    .venv/bin/pytest --nbval -n 2 --dist loadscope --junitxml=/tmp/junit.xml
+    python tools/test_durations.py /tmp/junit.xml       # then update conftest.SLOWEST_FIRST
+"""
+
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+
+def file_totals(report: str) -> list[tuple[str, float]]:
+    totals: dict[str, float] = defaultdict(float)
+    for case in ET.parse(report).iter("testcase"):
+        classname = case.get("classname", "")
+        # "tests.test_x" or "tests.test_x.TestClass" for tests; nbval's notebooks keep their path
+        path = case.get("file") or (
+            classname if classname.endswith(".ipynb") else classname.split(".")[0] + "/"
+            + classname.split(".")[1] + ".py"
+        )
+        totals[path] += float(case.get("time", 0))
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
+if __name__ == "__main__":
+    for path, seconds in file_totals(sys.argv[1]):
+        print(f"{seconds:8.1f}  {path}")
