@@ -82,12 +82,16 @@ def test_the_probe_runs_workers_and_tables_their_staleness():
 
 
 def test_the_gradient_table_shows_the_original_summing_rollouts():
-    rows = figures.gradient_table(rollouts=4).splitlines()[1:]
+    lines = figures.gradient_table(rollouts=4).splitlines()
+    assert "run 1, the original update" in lines[0] and "run 2, update_shared" in lines[0]
+    rows = [[float(x) for x in row.replace("|", " ").split()] for row in lines[2:]]
     assert len(rows) == 4
-    first, second = ([float(x) for x in row.replace("|", " ").split()] for row in rows[:2])
+    first, second = rows[:2]
     assert first[3] == pytest.approx(1.0)  # rollout 1: the original is still right (ratio 1)
     assert second[3] > 1.05 and second[4] == pytest.approx(1.0)  # then the sum, cosine 1
-    assert second[5] == pytest.approx(second[1])  # update_shared: this rollout's own gradient
+    # run 2, in its own run: update_shared gives each rollout's own gradient, every time
+    assert all(row[6] == pytest.approx(row[5]) for row in rows)
+    assert second[5] == pytest.approx(second[1])  # both runs start alike: rollout 2 is the same
 
 
 def test_private_adams_cancel_and_a_shared_one_follows_the_sum():

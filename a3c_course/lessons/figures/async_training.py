@@ -127,7 +127,9 @@ def plot_staleness(reports: list[dict], rollouts: int = 5) -> Figure:
     and above it the staleness (the other worker's updates in between)."""
     duration = np.median([u - s for r in reports for s, u in r["times"]])
     window = rollouts * duration
-    begin = max(r["times"][0][0] for r in reports) + 2 * duration
+    # from every worker's second rollout on (its first one includes its start), even on a busy
+    # machine where a few seconds hold only a few rollouts
+    begin = max(r["times"][min(1, len(r["times"]) - 1)][0] for r in reports)
     figure = Figure(figsize=(9, 2.4), dpi=80)
     ax = figure.subplots()
     for r, colour in zip(reports, ("tab:blue", "tab:orange"), strict=False):
@@ -148,21 +150,24 @@ def plot_staleness(reports: list[dict], rollouts: int = 5) -> Figure:
 
 
 def gradient_table(rollouts: int = 8) -> str:
-    """Per rollout: its own gradient's norm, and the norm of what the optimizer was given by the
-    original update (with the ratio, and the cosine with the sum of rollouts 1..k) and by
-    a3c_course.a3c.worker.update_shared."""
+    """Two runs of the same rollouts from the same start, one through the original update and one
+    through a3c_course.a3c.worker.update_shared. Per rollout and per run: the norm of that
+    rollout's own gradient and of what the optimizer was given; for the original's run also their
+    ratio and the cosine of what it was given with the sum of its rollouts 1..k."""
     scenario = unit4.Scenario(f"{rollouts} rollouts", (1.0,) * rollouts, max_grad_norm=40.0)
     original = unit4.trace_updates(original_update, scenario)
     fixed = unit4.trace_updates(update_shared, scenario)
-    lines = [" k | own gradient | original: given  ratio  cos(sum 1..k) | update_shared: given"]
+    lines = [
+        "   | run 1, the original update:               | run 2, update_shared:",
+        " k | own gradient  given  ratio  cos(sum 1..k) | own gradient  given",
+    ]
     for k in range(rollouts):
         own, given = original.own[k], original.applied[k]
         running = torch.stack(original.own[: k + 1]).sum(0)
         cosine = float(given @ running / (given.norm() * running.norm()))
         lines.append(
-            f"{k + 1:2d} | {own.norm():12.3f} | {given.norm():15.3f} "
-            f"{given.norm() / own.norm():6.2f} {cosine:14.3f} | "
-            f"{fixed.applied[k].norm():20.3f}"
+            f"{k + 1:2d} | {own.norm():12.3f} {given.norm():6.3f} {given.norm() / own.norm():6.2f}"
+            f" {cosine:14.3f} | {fixed.own[k].norm():12.3f} {fixed.applied[k].norm():6.3f}"
         )
     return "\n".join(lines)
 
