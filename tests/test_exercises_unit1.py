@@ -1,6 +1,8 @@
 """Notebook 01's exercise checks: right answers pass, stubs are NOT ATTEMPTED, wrong answers are
 caught with a message that points at the mistake."""
 
+import re
+
 import cv2
 import gymnasium as gym
 import numpy as np
@@ -87,7 +89,7 @@ def test_1_1_stub_is_not_attempted(capsys):
             )[None],
             "INTER_AREA",
         ),
-        (lambda f, rows, size=42: preprocess_frame(f, (0, 210), size), "crop rows[0]:rows[1]"),
+        (lambda f, rows, size=42: preprocess_frame(f, (0, 210), size), "resize the whole screen"),
         (lambda f, rows, size=42: preprocess_frame(f, rows), "size=84"),
     ],
     ids=["no-channel", "no-scaling", "float64", "mean-grey", "bilinear", "no-crop", "ignores-size"],
@@ -146,6 +148,66 @@ def test_1_1_two_mistakes_at_once_get_the_checklist(mistake, capsys):
     out = capsys.readouterr().out
     assert "likely cause: not one of the usual single slips (two at once?); check each step" in out
     assert "not the plain mean of R, G, B" in out and "INTER_AREA" in out
+
+
+def preprocess_whole_screen(frame, rows, size=42):
+    """Forgets the crop: greys and resizes the whole 210 x 160 screen, score bar included."""
+    return preprocess_frame(frame, (0, frame.shape[0]), size)
+
+
+def test_1_1_resizing_the_whole_screen_is_named(capsys):
+    """Not "two at once?" and the checklist: the missing crop is a mistake of its own."""
+    assert not unit1.check_preprocess_frame(preprocess_whole_screen)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.1] preprocess_whole_screen: on a Breakout screen")
+    line = next(line for line in out.splitlines() if "likely cause:" in line)
+    assert line == (
+        "  likely cause: you resize the whole screen, score bar included; crop the play area "
+        "first (frame[rows[0]:rows[1]]), then grey and resize that."
+    )
+    assert "two at once" not in out
+
+
+def test_1_1_a_failure_prints_a_summary_not_42_x_42_numbers(capsys):
+    """Each observation's shape, mean and range, then the pixel where they differ most (row and
+    column of the picture, both values), under the cause; no arrays cut off mid-line."""
+    nearest = preprocess_with(interpolation=cv2.INTER_NEAREST)
+    assert not unit1.check_preprocess_frame(nearest)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) == 5 and "[[" not in out and "..." not in out
+    assert lines[1].startswith("  likely cause: you resize with nearest neighbour")
+    assert re.fullmatch(
+        r"  expected: shape \(1, 42, 42\), mean [\d.]+, min [\d.]+, max [\d.]+", lines[2]
+    )
+    assert re.fullmatch(
+        r"  got:      shape \(1, 42, 42\), mean [\d.]+, min [\d.]+, max [\d.]+", lines[3]
+    )
+    found = re.fullmatch(
+        r"  largest difference: ([\d.]+) at row (\d+), column (\d+) \((top|middle|bottom) "
+        r"(left|centre|right) of the 42 x 42 picture\): got ([\d.]+), expected ([\d.]+); "
+        r"(\d+) of 1764 pixels differ by more than 1/255",
+        lines[4],
+    )
+    assert found, lines[4]
+    frame, rows = unit1._game_frames("ALE/Breakout-v5", 120)[-1], (32, 196)
+    expected = unit1.reference_preprocess_frame(frame, rows, 42)[0].astype(np.float64)
+    got = nearest(frame, rows)[0].astype(np.float64)
+    gap, row, column = float(found[1]), int(found[2]), int(found[3])
+    assert gap == pytest.approx(np.abs(got - expected).max(), abs=1e-3)
+    assert abs(got[row, column] - expected[row, column]) == pytest.approx(gap, abs=1e-3)
+    assert (float(found[6]), float(found[7])) == pytest.approx(
+        (got[row, column], expected[row, column]), abs=1e-3
+    )
+    assert int(found[8]) == int((np.abs(got - expected) > 1 / 255 + 1e-9).sum())
+
+
+def test_1_1_a_wrong_shape_is_summarised_without_a_difference(capsys):
+    assert not unit1.check_preprocess_frame(lambda f, rows, size=42: preprocess_frame(f, rows)[0])
+    lines = capsys.readouterr().out.splitlines()
+    assert "the channel axis is missing" in lines[0] and len(lines) == 3
+    assert lines[1].startswith("  expected: shape (1, 42, 42), mean")
+    assert lines[2].startswith("  got:      shape (42, 42), mean")
 
 
 def test_1_1_a_wrong_dtype_alone_names_no_value_cause(capsys):

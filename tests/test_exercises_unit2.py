@@ -333,6 +333,28 @@ def lstm_with(order="ifgo", squash=torch.tanh, new_c_for_h=True, candidate=torch
     return lstm_cell
 
 
+def test_2_3_h_new_and_c_new_are_printed_apart_under_their_shape(capsys):
+    """Not the pair stacked into one unlabelled (2, 1, 3) array under "a batch of 1": each half
+    labelled, expected above got, under the shape (batch, hidden) that the description gives."""
+    wrong = lstm_with(candidate=torch.sigmoid)
+    assert not check_lstm_cell(wrong)
+    lines = verdict(capsys).splitlines()
+    assert lines[0].startswith(
+        "FAILED [2.3] lstm_cell: on a batch of 1, 5 inputs, hidden 3, zero state: h_new: values"
+    )
+    assert lines[1].startswith("  likely cause: g, the candidate to write, takes tanh")
+    assert lines[2] == "  h_new and c_new each have shape (batch, hidden) = (1, 3):"
+    case = unit2._lstm_case("first", 1, 5, 3, seed=231, zero_state=True)
+    got = wrong(*case.args)
+    shown = [
+        f"  {name} {label} {np.array2string(value.detach().numpy(), precision=4)}"
+        for name, expected, mine in zip(("h_new", "c_new"), case.expected, got, strict=True)
+        for label, value in (("expected:", expected), ("got:     ", mine))
+    ]
+    assert lines[3:] == shown
+    assert all(np.asarray(value).shape == (1, 3) for value in (*case.expected, *got))
+
+
 def test_2_3_two_mistakes_at_once_are_both_named(capsys):
     assert not check_lstm_cell(lstm_with(order="igfo", squash=lambda c: c))
     out = verdict(capsys)

@@ -2,6 +2,8 @@
 learner is likely to make (off-by-one, no reset at episode ends, the original's truncation bug) fail
 with a message that names the input and shows expected versus got."""
 
+import re
+
 import pytest
 import torch
 
@@ -186,7 +188,10 @@ def test_the_original_truncation_bug_is_caught_on_a_time_limit(capsys):
     assert "truncated=00100" in out and "bootstrap from V(final observation) = 2" in out
     assert "differ" in out and "expected:" in out and "got:" in out
     assert "your TD error at step 2 drops the bootstrap although a time limit" in out
-    assert "your return at step 0 restarts from 0 at the time limit at step 2" in out
+    assert (
+        "your return at step 2 (the largest gap in your returns) restarts from 0 at the time "
+        "limit at step 2" in out
+    )
 
 
 # ------------------------------------------------------------------ the likely cause, named
@@ -265,14 +270,16 @@ def returns_without_resets(rewards, values, next_values, terminated, truncated, 
         (
             unit3.check_gae_one_env,
             gae_without_episode_resets,
-            "your advantage at step 0 carries across the episode end at step 2: reset the running "
-            "sum when an episode terminates or is truncated",
+            "your advantage at step 2 (the largest gap in your advantages) carries across the "
+            "episode end at step 2 (that same step) into the next episode: reset the running sum "
+            "when an episode terminates or is truncated",
         ),
         (
             unit3.check_gae_one_env,
             gae_without_reset_after_time_limits,
-            "your advantage at step 0 carries across the episode end at step 2: reset the running "
-            "sum when an episode terminates or is truncated",
+            "your advantage at step 2 (the largest gap in your advantages) carries across the "
+            "episode end at step 2 (that same step) into the next episode: reset the running sum "
+            "when an episode terminates or is truncated",
         ),
         (
             unit3.check_gae_one_env,
@@ -299,12 +306,14 @@ def returns_without_resets(rewards, values, next_values, terminated, truncated, 
         (
             unit3.check_truncation_fix,
             returns_bootstrapping_at_game_overs,
-            "your return at step 0 restarts from next_values[2] at the game over at step 2",
+            "your return at step 2 (the largest gap in your returns) restarts from "
+            "next_values[2] at the game over at step 2",
         ),
         (
             unit3.check_truncation_fix,
             returns_without_resets,
-            "your return at step 0 carries across the episode end at step 2",
+            "your return at step 2 (the largest gap in your returns) carries across the episode "
+            "end at step 2 (that same step) into the next episode",
         ),
     ],
 )
@@ -317,11 +326,96 @@ def test_the_check_names_the_likely_cause(check, wrong, cause, capsys):
 
 def test_the_cause_names_the_later_episode_end_where_the_carry_crosses(capsys):
     """On the 20-step case (a game over after step 4, a time limit after step 12) a learner who
-    resets only after game overs is wrong from step 5, because of the end at step 12."""
+    resets only after game overs is wrong from step 5 to 12, because of the end at step 12 (not
+    the one at step 4); the cause names the step of the largest gap, the one the verdict shows."""
     case = unit3._rollout_cases("advantages")[-1]
     got = gae_without_reset_after_time_limits(*case.args)
     cause = unit3.likely_cause(case, got, "advantage")
-    assert cause.startswith("your advantage at step 5 carries across the episode end at step 12")
+    assert "largest gap at index (12,)" in unit3.close(got, case.expected)
+    assert cause.startswith(
+        "your advantage at step 12 (the largest gap in your advantages) carries across the "
+        "episode end at step 12"
+    )
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong"),
+    [
+        (unit3.check_gae_one_env, gae_without_episode_resets),
+        (unit3.check_gae_one_env, gae_without_reset_after_time_limits),
+        (unit3.check_gae_one_env, gae_resetting_after_storing),
+        (unit3.check_truncation_fix, returns_bootstrapping_at_game_overs),
+        (unit3.check_truncation_fix, returns_without_resets),
+    ],
+)
+def test_the_cause_gives_the_step_of_the_largest_gap_the_verdict_shows(check, wrong, capsys):
+    """Not "largest gap at index (2,)" above "your advantage at step 0 ...": the step the cause
+    names for the learner's values is the index the verdict shows."""
+    assert check(wrong) is False
+    out = capsys.readouterr().out
+    index = re.search(r"largest gap at index \((\d+),\)", out)[1]
+    cause = next(line for line in out.splitlines() if "likely cause:" in line)
+    steps = re.findall(r"(?:your \w+ at step|the largest gap is at step) (\d+)", cause)
+    assert steps and set(steps) == {index}, (index, cause)
+
+
+def gae_with_one_minus_flags(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """The textbook's (1 - done) written on the bool flags: PyTorch refuses `-` on bool tensors."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        following = following * (1 - terminated[t]) * (1 - truncated[t])
+        delta = rewards[t] + gamma * next_values[t] * (1 - terminated[t]) - values[t]
+        following = delta + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def gae_with_negated_flags(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """The same with the fixes the message suggests: ~flag, not flag, .float()."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        following = following * (~terminated[t]) * (not truncated[t])
+        delta = rewards[t] + gamma * next_values[t] * (1 - terminated[t].float()) - values[t]
+        following = delta + gamma * lam * following
+        advantages[t] = following
+    return advantages
+
+
+def pair_with_one_minus_flags(rewards, values, next_values, terminated, truncated, gamma, lam):
+    args = (rewards, values, next_values, terminated, truncated, gamma, lam)
+    return gae_with_one_minus_flags(*args), fixed_advantages_and_returns(*args)[1]
+
+
+BOOL_FLAGS = (
+    "terminated and truncated are bool tensors: use `~terminated[t]` (or `not terminated[t]`, "
+    "or `.float()`) instead of `1 - terminated[t]`"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "exercise_id"),
+    [
+        (unit3.check_gae_one_env, gae_with_one_minus_flags, "3.2"),
+        (unit3.check_truncation_fix, pair_with_one_minus_flags, "3.3"),
+    ],
+)
+def test_one_minus_a_bool_flag_is_named_in_one_line(check, wrong, exercise_id, capsys):
+    """Not PyTorch's RuntimeError about `-` on bool tensors: what to write instead, one line."""
+    assert check(wrong) is False
+    assert capsys.readouterr().out == f"FAILED [{exercise_id}] {wrong.__name__}: {BOOL_FLAGS}\n"
+
+
+def test_the_fixes_the_bool_message_suggests_pass(capsys):
+    assert unit3.check_gae_one_env(gae_with_negated_flags) is True
+
+
+def test_other_runtime_errors_are_reported_as_they_are(capsys):
+    def broken(rewards, values, next_values, terminated, truncated, gamma, lam):
+        raise RuntimeError("shapes cannot be multiplied")
+
+    assert unit3.check_gae_one_env(broken) is False
+    out = capsys.readouterr().out
+    assert "it raised RuntimeError: shapes cannot be multiplied" in out
 
 
 def test_no_cause_is_named_for_an_unrelated_mistake(capsys):

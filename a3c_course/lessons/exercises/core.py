@@ -49,9 +49,45 @@ def close(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> st
     return None
 
 
-def _short(x: Any) -> str:
-    text = np.array2string(_as_array(x), precision=4, threshold=12, edgeitems=3)
-    return text if len(text) < 200 else text[:200] + "..."
+def _short(x: Any, prefix: str = "") -> str:
+    """x printed briefly, its later lines aligned under prefix's end; cut at a line's end when long."""
+    text = np.array2string(_as_array(x), precision=4, threshold=12, edgeitems=3, prefix=prefix)
+    if len(text) < 200:
+        return text
+    cut = text.rfind("\n", 0, 200)
+    return (text[:cut] if cut > 0 else text[:200]) + " ..."
+
+
+def labelled(label: str, x: Any, indent: str = "  ") -> str:
+    """One value, labelled: e.g. "  expected: [0.5 1. ]", later lines aligned under the first's."""
+    prefix = f"{indent}{label} "
+    return prefix + _short(x, prefix)
+
+
+def expected_and_got(expected: Any, got: Any) -> list[str]:
+    """The lines a failed case prints after its cause, by default: both values, labelled."""
+    return [labelled("expected:", expected), labelled("got:     ", got)]
+
+
+def show_pair(names: tuple[str, str]) -> Callable[[Any, Any], list[str]]:
+    """For a function that returns a pair: each half labelled with its name, expected above got
+    (rather than both halves stacked into one unlabelled array)."""
+
+    def show(expected: Any, got: Any) -> list[str]:
+        pair = isinstance(got, (tuple, list)) and len(got) == 2
+        lines = []
+        for k, name in enumerate(names):
+            label = f"{name} expected:"
+            lines.append(labelled(label, expected[k]))
+            lines += [labelled(f"{name} got:".ljust(len(label)), got[k])] if pair else []
+        return lines if pair else [*lines, f"  got: a {type(got).__name__}, not a pair"]
+
+    return show
+
+
+class NamedMistake(Exception):
+    """Raised by a check's wrapper around the learner's code when it recognises why that code
+    raised: the verdict then prints this message alone, in place of the input and the error."""
 
 
 def report(exercise_id: str, name: str, problem: str | None, n_cases: int = 0) -> bool:
@@ -71,13 +107,33 @@ def report(exercise_id: str, name: str, problem: str | None, n_cases: int = 0) -
 
 def call_learner(call: Callable[[], Any], description: str) -> tuple[Any, str | None]:
     """Run the learner's code: (its result, None), or (None, NOT_ATTEMPTED) for a stub, or
-    (None, what it raised and on which input) for a bug."""
+    (None, what it raised and on which input) for a bug, or (None, the message alone) for a
+    NamedMistake."""
     try:
         return call(), None
     except NotImplementedError:
         return None, NOT_ATTEMPTED
+    except NamedMistake as mistake:  # the check knows this error: its message says why
+        return None, str(mistake)
     except Exception as error:  # the learner's bug: say where it happened
         return None, f"on {description} it raised {type(error).__name__}: {error}"
+
+
+def naming_error(func: Callable, words: Sequence[str], message: str) -> Callable:
+    """func, with an error whose text has all of words (a known slip's, e.g. PyTorch's on
+    `1 - flag` for a bool tensor) raised as NamedMistake(message), which says what to do instead.
+    Other errors, a stub's NotImplementedError among them, go on as they are."""
+
+    def run(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except Exception as error:
+            if not isinstance(error, NotImplementedError) and all(w in str(error) for w in words):
+                raise NamedMistake(message) from error
+            raise
+
+    run.__name__ = getattr(func, "__name__", "your function")
+    return run
 
 
 def check_cases(
@@ -86,9 +142,11 @@ def check_cases(
     cases: Sequence[Case],
     compare: Callable[[Any, Any], str | None] = close,
     diagnose: Callable[[Case, Any], str | None] | None = None,
+    show: Callable[[Any, Any], list[str]] = expected_and_got,
 ) -> bool:
-    """Run func on every case; report the first that disagrees, with its input, expected and got,
-    and the likely cause when diagnose(case, got) recognises a known mistake in what it got."""
+    """Run func on every case; report the first that disagrees, with its input, the likely cause
+    when diagnose(case, got) recognises a known mistake in what it got, and the lines
+    show(expected, got) makes (by default both values; a summary where they are large)."""
     name = getattr(func, "__name__", "your function")
     for case in cases:
         got, problem = call_learner(
@@ -101,7 +159,7 @@ def check_cases(
             cause = diagnose(case, got) if diagnose is not None else None
             lines = [f"on {case.description}: {problem}."]
             lines += [f"  likely cause: {cause}."] if cause else []
-            lines += [f"  expected: {_short(case.expected)}", f"  got:      {_short(got)}"]
+            lines += show(case.expected, got)
             return report(exercise_id, name, "\n".join(lines))
     return report(exercise_id, name, None, len(cases))
 

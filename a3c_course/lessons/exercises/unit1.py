@@ -136,11 +136,46 @@ def _compare_observation(got: Any, expected: np.ndarray) -> str | None:
         return f"dtype {got_a.dtype}; the network takes float32: finish with `.astype(np.float32)`"
     if np.nanmax(got_a) > 1.5:
         return f"values go up to {np.nanmax(got_a):.1f}, expected [0, 1]: divide by 255"
-    problem = close(got_a, expected, atol=1.0 / 255, rtol=0.0)
-    if problem is None:
+    if close(got_a, expected, atol=1.0 / 255, rtol=0.0) is None:
         return None
     gap = float(np.nanmax(np.abs(got_a.astype(np.float64) - expected)))
-    return f"{problem} (largest gap {gap:.3f}, allowed {1 / 255:.4f})"  # frame_cause says why
+    return f"values differ by up to {gap:.3f} (allowed 1/255 = {1 / 255:.4f})"  # frame_cause: why
+
+
+def _describe_image(image: np.ndarray) -> str:
+    if image.size == 0:
+        return f"shape {image.shape}, empty"
+    return (
+        f"shape {image.shape}, mean {np.nanmean(image):.3f}, "
+        f"min {np.nanmin(image):.3f}, max {np.nanmax(image):.3f}"
+    )
+
+
+def summarise_observations(expected: np.ndarray, got: Any) -> list[str]:
+    """A short summary of two observations, in place of 42 x 42 numbers cut off mid-line: each
+    one's shape, mean and range, then where they differ most (row and column of the picture)."""
+    try:
+        got_a = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):  # not numbers: the verdict says what came back
+        return [f"  got: a {type(got).__name__}"]
+    lines = [f"  expected: {_describe_image(expected)}", f"  got:      {_describe_image(got_a)}"]
+    diff = np.abs(got_a - expected) if got_a.shape == expected.shape else None
+    if diff is None or np.isnan(diff).all():
+        return lines
+    _, row, column = np.unravel_index(np.nanargmax(diff), diff.shape)
+    height, width = diff.shape[1:]
+    where = (
+        ("top", "middle", "bottom")[3 * row // height]
+        + " "
+        + ("left", "centre", "right")[3 * column // width]
+    )
+    n_off = int((diff > 1 / 255 + 1e-9).sum())
+    lines.append(
+        f"  largest difference: {diff[0, row, column]:.3f} at row {row}, column {column} "
+        f"({where} of the {height} x {width} picture): got {got_a[0, row, column]:.3f}, expected "
+        f"{expected[0, row, column]:.3f}; {n_off} of {diff.size} pixels differ by more than 1/255"
+    )
+    return lines
 
 
 def check_preprocess_frame(preprocess_frame: Callable) -> bool:
@@ -175,6 +210,7 @@ def check_preprocess_frame(preprocess_frame: Callable) -> bool:
         cases,
         _compare_observation,
         frame_cause,
+        summarise_observations,
     )
 
 

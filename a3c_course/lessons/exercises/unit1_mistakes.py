@@ -36,6 +36,11 @@ FRAME_MISTAKES: dict[str, tuple[dict, str]] = {
         "you resize with nearest neighbour, which keeps one screen pixel in 15; pass "
         "interpolation=cv2.INTER_AREA, which averages all of them",
     ),
+    "no crop": (
+        {"crop": False},
+        "you resize the whole screen, score bar included; crop the play area first "
+        "(frame[rows[0]:rows[1]]), then grey and resize that",
+    ),
     "top - 1": ({"top": -1}, f"your crop starts one row too early, at rows[0] - 1; {_CROP_FIX}"),
     "top + 1": ({"top": 1}, f"your crop starts one row too late, at rows[0] + 1; {_CROP_FIX}"),
     "bottom - 1": ({"bottom": -1}, f"your crop stops one row too early; {_CROP_FIX}"),
@@ -58,9 +63,11 @@ def preprocess_with_mistake(
     interpolation: int = cv2.INTER_AREA,
     top: int = 0,
     bottom: int = 0,
+    crop: bool = True,
 ) -> np.ndarray | None:
-    """The observation made with one mistake (None when the shifted crop leaves the screen)."""
-    first, last = rows[0] + top, rows[1] + bottom
+    """The observation made with one mistake (None when the shifted crop leaves the screen);
+    crop=False: the whole screen, uncropped."""
+    first, last = (rows[0] + top, rows[1] + bottom) if crop else (0, frame.shape[0])
     if first < 0 or last > frame.shape[0]:
         return None
     crop = np.ascontiguousarray(frame[first:last])

@@ -21,7 +21,7 @@ from functools import cache
 import numpy as np
 import torch
 
-from a3c_course.lessons.exercises.core import Case, check_cases, close
+from a3c_course.lessons.exercises.core import Case, check_cases, close, show_pair
 from a3c_course.lessons.exercises.unit2_mistakes import lstm_causes, probabilities_cause
 
 HINTS = {
@@ -234,14 +234,25 @@ def _lstm_case(description, batch, n_in, hidden, seed, scale=1.0, zero_state=Fal
     return Case(description, args, _lstm_reference(*args))
 
 
+NEW = ("h_new", "c_new")
+
+
 def _compare_lstm(got, expected) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"return a pair (h_new, c_new), got a {type(got).__name__}"
-    for name, g, e in zip(("h_new", "c_new"), got, expected, strict=True):
+    for name, g, e in zip(NEW, got, expected, strict=True):
         problem = _finite_problem(g) or close(g, e, atol=1e-5, rtol=1e-4)
         if problem:
             return f"{name}: {problem}"
     return None
+
+
+def _show_lstm(expected, got) -> list[str]:
+    """h_new and c_new each labelled, expected above got (not the pair stacked into one unlabelled
+    (2, batch, hidden) array), under a line that gives their shape."""
+    batch, hidden = expected[0].shape
+    header = f"  h_new and c_new each have shape (batch, hidden) = ({batch}, {hidden}):"
+    return [header, *show_pair(NEW)(expected, got)]
 
 
 def _lstm_diagnosis(func: Callable) -> Callable[[Case, object], str | None]:
@@ -276,4 +287,4 @@ def check_lstm_cell(func: Callable) -> bool:
             scale=5.0,
         ),
     ]
-    return check_cases("2.3", func, cases, _compare_lstm, _lstm_diagnosis(func))
+    return check_cases("2.3", func, cases, _compare_lstm, _lstm_diagnosis(func), _show_lstm)

@@ -26,6 +26,8 @@ from a3c_course.lessons.exercises.core import (
     _as_array,
     check_cases,
     close,
+    naming_error,
+    show_pair,
 )
 
 # Revealed one at a time by show_hints(unit3.HINTS["3.1"]): the idea, the code's shape, a sketch.
@@ -235,11 +237,21 @@ def _rollout_cases(want: str) -> list[Case]:
     return cases
 
 
+BOOL_ARITHMETIC = (
+    "terminated and truncated are bool tensors: use `~terminated[t]` (or `not terminated[t]`, "
+    "or `.float()`) instead of `1 - terminated[t]`"
+)
+
+
+def _naming_bool_arithmetic(func: Callable) -> Callable:  # the textbook's (1 - done)
+    return naming_error(func, ("the `-` operator", "bool tensor"), BOOL_ARITHMETIC)
+
+
 def check_gae_one_env(func: Callable) -> bool:
     """3.2: func(rewards, values, next_values, terminated, truncated, gamma, lam) -> A (T,)."""
     return check_cases(
         "3.2",
-        func,
+        _naming_bool_arithmetic(func),
         _rollout_cases("advantages"),
         close,
         lambda case, got: likely_cause(case, got, "advantage"),
@@ -257,9 +269,10 @@ MISTAKES = [
     ("no bootstrap at a time limit", dict(bootstrap_at_time_limit=False), "truncated"),
     ("reset after storing", dict(reset_after_storing=True), "either"),
 ]
+# {t}: the step of the largest gap (the index the verdict shows); {k}: the end it crosses.
 CAUSES = {
-    ("advantage", "carry"): "your advantage at step {t} carries across the episode end at step "
-    "{k}: reset the running sum when an episode terminates or is truncated",
+    ("advantage", "carry"): "your advantage at step {t} {gap}{across}: reset the running sum "
+    "when an episode terminates or is truncated",
     ("advantage", "bootstrap at a game over"): "your TD error at step {k} bootstraps from "
     "next_values[{k}] although the episode terminated there (game over): nothing follows a game "
     "over, so leave out gamma * next_values[{k}]",
@@ -268,15 +281,15 @@ CAUSES = {
     "gamma * next_values[{k}]",
     ("advantage", "reset after storing"): "you reset the running sum after storing the advantage "
     "of step {k}, where an episode ends: that advantage still carries the next episode's, and the "
-    "steps before it (from step {t}) stop one step short of their episode's end; reset when you "
-    "reach an end, before computing A_t there, not after storing it",
-    ("return", "carry"): "your return at step {t} carries across the episode end at step {k}: "
-    "restart the running return there (from 0 after a game over, from next_values[{k}] after a "
-    "time limit)",
-    ("return", "bootstrap at a game over"): "your return at step {t} restarts from "
+    "steps before it stop one step short of their episode's end (the largest gap is at step {t}); "
+    "reset when you reach an end, before computing A_t there, not after storing it",
+    ("return", "carry"): "your return at step {t} {gap}{across}: restart the running return "
+    "there (from 0 after a game over, from next_values[{k}] after a time limit)",
+    ("return", "bootstrap at a game over"): "your return at step {t} {gap} restarts from "
     "next_values[{k}] at the game over at step {k}: nothing follows a game over, restart from 0",
-    ("return", "no bootstrap at a time limit"): "your return at step {t} restarts from 0 at the "
-    "time limit at step {k}: the game would go on, so restart from next_values[{k}] (bootstrap)",
+    ("return", "no bootstrap at a time limit"): "your return at step {t} {gap} restarts from 0 "
+    "at the time limit at step {k}: the game would go on, so restart from next_values[{k}] "
+    "(bootstrap)",
 }
 
 
@@ -297,10 +310,15 @@ def likely_cause(case: Case, got, quantity: str) -> str | None:
         made = _explicit_gae_and_returns(*case.args, **keywords)[quantity == "return"]
         if close(got, made) is not None:
             continue
-        t = int(wrong[0])
+        t = int(np.argmax(np.abs(got - right)))  # the largest gap, as the verdict shows it
         ends = np.flatnonzero(marked[flag][t:])
         if len(ends):
-            return CAUSES[quantity, mistake].format(t=t, k=t + int(ends[0]))
+            k = t + int(ends[0])
+            same = " (that same step)" * (t == k)
+            across = f" carries across the episode end at step {k}{same} into the next episode"
+            return CAUSES[quantity, mistake].format(
+                t=t, k=k, gap=f"(the largest gap in your {quantity}s)", across=across
+            )
     return None
 
 
@@ -365,4 +383,11 @@ def _pair_causes(case: Case, got) -> str | None:
 
 def check_truncation_fix(func: Callable) -> bool:
     """3.3: func(...) -> (advantages (T,), returns (T,)), correct on truncations too."""
-    return check_cases("3.3", func, _rollout_cases("both"), _compare_pair, _pair_causes)
+    return check_cases(
+        "3.3",
+        _naming_bool_arithmetic(func),
+        _rollout_cases("both"),
+        _compare_pair,
+        _pair_causes,
+        show_pair(("advantages", "returns")),
+    )
