@@ -77,8 +77,10 @@ def mlp_body(in_features: int, size: int = 64) -> nn.Sequential:
     return nn.Sequential(nn.Linear(in_features, size), nn.Tanh(), nn.Linear(size, size), nn.Tanh())
 
 
-def normalized_columns_(weight: torch.Tensor, std: float) -> torch.Tensor:
-    """Gaussian weights rescaled so that each output unit's weight vector has norm `std`.
+def normalized_rows_(weight: torch.Tensor, std: float) -> torch.Tensor:
+    """Gaussian weights rescaled so that each output unit's weight vector (a row of PyTorch's
+    (out, in) weight) has norm `std`. pytorch-a3c calls it normalized_columns_initializer, after
+    TensorFlow's (in, out) layout, where an output unit's weights are a column.
 
     With std=0.01 the actor's logits start near zero, so the first policy is nearly uniform (maximum
     entropy: the agent explores); with std=1 the critic starts with values of order one.
@@ -219,8 +221,8 @@ class ActorCritic(nn.Module):
                 nn.init.zeros_(module.bias)
         nn.init.zeros_(self.lstm.bias_ih)
         nn.init.zeros_(self.lstm.bias_hh)
-        normalized_columns_(self.actor.weight, 0.01)
-        normalized_columns_(self.critic.weight, 1.0)
+        normalized_rows_(self.actor.weight, 0.01)
+        normalized_rows_(self.critic.weight, 1.0)
         nn.init.zeros_(self.actor.bias)
         nn.init.zeros_(self.critic.bias)
 

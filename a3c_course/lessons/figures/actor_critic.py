@@ -62,13 +62,11 @@ def plot_frame_motion(previous: np.ndarray, current: np.ndarray):
 
 
 def plot_standardised(frame: torch.Tensor, scaled: torch.Tensor):
-    """A (1, 1, H, W) frame before and after standardising: both pictures on one shared colour
-    scale (one colour bar), then a histogram of their pixel values (log counts)."""
+    """A (1, 1, H, W) frame before and after standardising, both pictures on one shared colour
+    scale (one colour bar)."""
     before, after = _numpy(frame[0, 0]), _numpy(scaled[0, 0])
     low, high = min(before.min(), after.min()), max(before.max(), after.max())
-    fig, axes = plt.subplots(
-        1, 3, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 1, 1.6]}, layout="constrained"
-    )
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
     for ax, image, title in (
         (axes[0], before, "the [0, 1] frame"),
         (axes[1], after, "standardised"),
@@ -76,13 +74,7 @@ def plot_standardised(frame: torch.Tensor, scaled: torch.Tensor):
         shown = ax.imshow(image, cmap="gray", vmin=low, vmax=high)
         ax.set_title(f"{title}: {image.min():.2f} to {image.max():.2f}", fontsize=10)
         ax.axis("off")
-    fig.colorbar(shown, ax=list(axes[:2]), fraction=0.046, label="one colour scale for both")
-    bins = np.linspace(low, high, 80)
-    axes[2].hist(before.ravel(), bins=bins, label="the [0, 1] frame")
-    axes[2].hist(after.ravel(), bins=bins, alpha=0.7, label="standardised")
-    axes[2].set_yscale("log")
-    axes[2].set(xlabel="pixel value", ylabel="pixels (log scale)")
-    axes[2].legend(fontsize=8)
+    fig.colorbar(shown, ax=list(axes), fraction=0.046, label="one colour scale for both")
     return fig
 
 
@@ -143,35 +135,36 @@ class StepOutputs(NamedTuple):
 
 
 def run_steps(model: nn.Module, frames: np.ndarray | torch.Tensor) -> StepOutputs:
-    """Run model on frames (T, 1, 42, 42) one step at a time from a zero state, carrying (h, c).
+    """Run model on frames (T, 1, 42, 42) one step at a time from an empty memory (h, c) of zeros,
+    carrying the memory from step to step.
 
     model(frames (B, ...), (h, c)) must return (value, logits, (h, c)): the notebook's hand-built
     network and the package's ActorCritic both do.
     """
     hidden = model.lstm.hidden_size
-    state = (torch.zeros(1, hidden), torch.zeros(1, hidden))
+    memory = (torch.zeros(1, hidden), torch.zeros(1, hidden))
     outputs = []
     with torch.no_grad(), one_thread():
         for frame in torch.as_tensor(frames):
-            value, logits, state = model(frame.unsqueeze(0), state)
-            outputs.append((value[0, 0], logits[0], state[0][0], state[1][0]))
+            value, logits, memory = model(frame.unsqueeze(0), memory)
+            outputs.append((value[0, 0], logits[0], memory[0][0], memory[1][0]))
     return StepOutputs(*(torch.stack(column) for column in zip(*outputs, strict=True)))
 
 
 def plot_entropy_by_actor_scale(h: torch.Tensor, actor_weight: torch.Tensor, scales=(1, 100)):
-    """Histograms of the first policy's entropy on states h (N, hidden), with the actor's weights
-    multiplied by each scale (1: the actor as initialised, rows of norm 0.01)."""
+    """Histograms of the first policy's entropy for N memories h (N, hidden), with the actor's
+    weights multiplied by each scale (1: the actor as initialised, rows of length 0.01)."""
     fig, ax = plt.subplots(figsize=(7, 3))
     n_actions = actor_weight.shape[0]
     bins = np.linspace(0, math.log(n_actions) + 0.05, 60)
     for number, scale in enumerate(scales):
         alpha = 1.0 if number == 0 else 0.7
         norm = actor_weight.norm(dim=1).mean().item() * scale
-        label = f"actor rows of norm {norm:.2g}"
+        label = f"actor rows of length {norm:.2g}"
         entropies = _numpy(entropy(h @ (actor_weight * scale).T))
         ax.hist(entropies, bins=bins, alpha=alpha, label=label)
     ax.axvline(math.log(n_actions), color="k", ls="--", label=f"ln {n_actions} (uniform)")
-    ax.set(xlabel="entropy of the first policy when every unit of h is +-1", ylabel="states")
+    ax.set(xlabel="entropy of the first policy when every unit of h is +-1", ylabel="memories h")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -206,11 +199,11 @@ def record_play(model: nn.Module, n_steps: int, seed: int, greedy: bool = False,
     env = make_env(game, seed=seed, render_mode="rgb_array", **fits)
     frame, _ = env.reset(seed=seed)
     hidden = model.lstm.hidden_size
-    state = (torch.zeros(1, hidden), torch.zeros(1, hidden))
+    memory = (torch.zeros(1, hidden), torch.zeros(1, hidden))
     record = {"screen": [], "probs": [], "value": [], "action": [], "reward": []}
     with torch.no_grad(), one_thread():
         for _ in range(n_steps):
-            value, logits, state = model(torch.from_numpy(frame).unsqueeze(0), state)
+            value, logits, memory = model(torch.from_numpy(frame).unsqueeze(0), memory)
             action = choose_action(logits, greedy).item()
             record["screen"].append(env.render())
             record["probs"].append(torch.softmax(logits, -1)[0].numpy())
