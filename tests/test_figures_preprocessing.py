@@ -65,6 +65,15 @@ def test_ball_trace_tells_area_averaging_from_nearest_neighbour():
     assert figures.ball_trace(np.zeros((210, 160), np.uint8), ROWS, cv2.INTER_AREA) is None
 
 
+def test_ball_losses_count_the_frames_where_each_method_loses_the_ball():
+    greys = [synthetic_grey((120, column)) for column in range(60, 64)]
+    greys.append(np.zeros((210, 160), np.uint8))  # no ball in flight: not counted
+    area, nearest = figures.ball_losses(greys, ROWS).splitlines()
+    assert area.startswith("INTER_AREA") and "lost in   0% of 4 frames" in area
+    assert nearest.startswith("INTER_NEAREST") and "of 4 frames" in nearest
+    assert "lost in   0%" not in nearest and f"to {110 / 255:.2f}" in nearest
+
+
 def test_plot_resizing_shows_both_methods_around_the_ball(scripted):
     greys = [figures.grey_of(frame) for frame in scripted.frames[6:10]]
     figure = figures.plot_resizing(greys, ROWS, first_step=6)

@@ -32,6 +32,8 @@ TERM = re.compile(r"(?<![*\w])\*([^*\n]+?)\*(?![*\w])")
 
 # Everyday senses that are not the technical term (whole phrases, matched case-insensitively).
 ORDINARY: dict[str, list[str]] = {
+    # a layer's bias vector (Unit 2), not an estimate's bias (Unit 3)
+    "bias": [r"\b(?:every|each|its|a layer's|the layer's) bias(?:es)?\b", r"\bbias(?:es)? vectors?\b"],
     # a function "returns the first observation" (or "returns `obs`"): the verb, then its object
     "return": [r"\breturn(?:s|ed|ing)?(?=\s+(?:the|a|an|its|their|one|two|what|both|each|every|it|them|CODE|MATH)\b)"],
 }

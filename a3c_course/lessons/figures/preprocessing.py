@@ -97,6 +97,25 @@ def ball_trace(
     return float((small[0] - small[1]).max()) / 255
 
 
+def ball_losses(
+    greys: Sequence[np.ndarray],
+    rows: tuple[int, int],
+    methods: Sequence[str] = ("INTER_AREA", "INTER_NEAREST"),
+) -> str:
+    """One line per OpenCV resizing method (named as in cv2): in what share of the frames with the
+    ball in flight it loses the ball, and how bright the ball comes out where it is seen."""
+    lines = []
+    for name in methods:
+        traces = [ball_trace(grey, rows, getattr(cv2, name)) for grey in greys]
+        traces = np.array([t for t in traces if t is not None])  # the frames with the ball in flight
+        seen = traces[traces > 0]
+        lines.append(
+            f"{name:13s}: ball lost in {np.mean(traces == 0):4.0%} of {len(traces)} frames; "
+            f"where seen, brightness {seen.min():.2f} to {seen.max():.2f}"
+        )
+    return "\n".join(lines)
+
+
 def plot_resizing(
     greys: Sequence[np.ndarray],
     rows: tuple[int, int],
