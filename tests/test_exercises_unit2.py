@@ -424,3 +424,24 @@ def test_2_3_reference_is_torch_lstm_cell():
 def test_each_exercise_has_two_or_three_hints(exercise_id):
     assert 2 <= len(HINTS[exercise_id]) <= 3
     assert all(isinstance(hint, str) and hint for hint in HINTS[exercise_id])
+
+
+def test_2_2_a_max_or_sum_without_keepdim_is_named(capsys):
+    def action_probabilities(logits):
+        weights = torch.exp(logits - logits.max(dim=-1).values)
+        return weights / weights.sum(dim=-1)
+
+    assert unit2.check_action_probabilities(action_probabilities) is False
+    out = capsys.readouterr().out
+    assert "without keepdim=True" in out and "must match" not in out
+
+
+def test_2_2_exp_of_the_raw_logits_is_named_with_the_fix_for_probabilities(capsys):
+    def action_probabilities(logits):
+        weights = torch.exp(logits)
+        return weights / weights.sum(dim=-1, keepdim=True)
+
+    assert unit2.check_action_probabilities(action_probabilities) is False
+    out = capsys.readouterr().out
+    assert "likely cause: you take exp() of the logits as they are" in out
+    assert "log_softmax" not in out  # 2.1's advice does not fit a function returning probabilities

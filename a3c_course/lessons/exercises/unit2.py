@@ -21,8 +21,12 @@ from functools import cache
 import numpy as np
 import torch
 
-from a3c_course.lessons.exercises.core import Case, check_cases, close, show_pair
-from a3c_course.lessons.exercises.unit2_mistakes import lstm_causes, probabilities_cause
+from a3c_course.lessons.exercises.core import Case, check_cases, close, naming_error, show_pair
+from a3c_course.lessons.exercises.unit2_mistakes import (
+    NO_KEEPDIM,
+    lstm_causes,
+    probabilities_cause,
+)
 
 HINTS = {
     "2.1": [
@@ -81,14 +85,15 @@ def _as_array(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
-def _finite_problem(got) -> str | None:
+def _finite_problem(
+    got, advice: str = "work with log-probabilities (torch.log_softmax), which avoid both"
+) -> str | None:
     if not isinstance(got, (torch.Tensor, np.ndarray)):
         return f"return a torch tensor, got a {type(got).__name__}"
     if not np.isfinite(_as_array(got).astype(float)).all():
         return (
             "got NaN or inf: either exp() of a large logit overflowed (exp(89) is already inf in "
-            "float32), or a probability rounded to 0 and log(0) = -inf (0 * -inf is NaN); work "
-            "with log-probabilities (torch.log_softmax), which avoid both"
+            f"float32), or a probability rounded to 0 and log(0) = -inf (0 * -inf is NaN); {advice}"
         )
     return None
 
@@ -154,7 +159,7 @@ def check_entropy_from_logits(func: Callable[[torch.Tensor], torch.Tensor]) -> b
 
 
 def _compare_probabilities(got, expected) -> str | None:
-    problem = _finite_problem(got)
+    problem = _finite_problem(got, "subtract each state's largest logit before exp()")
     if problem:
         return problem
     got_a, exp_a = _as_array(got).astype(float), np.asarray(expected)
@@ -195,6 +200,8 @@ def check_action_probabilities(func: Callable[[torch.Tensor], torch.Tensor]) -> 
             np.exp(_log_softmax_reference(large)),
         ),
     ]
+    # PyTorch's words when a reduced axis (no keepdim) meets the logits it came from
+    func = naming_error(func, ["must match the size of tensor"], NO_KEEPDIM)
     return check_cases(
         "2.2", func, cases, compare=_compare_probabilities, diagnose=probabilities_cause
     )

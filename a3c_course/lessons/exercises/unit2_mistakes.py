@@ -73,6 +73,19 @@ def _axis_cause(shift_dim: int | None, sum_dim: int | None) -> list[str]:
     return causes
 
 
+NO_SHIFT = (
+    "you take exp() of the logits as they are: exp(1000) is inf in float32, and inf / inf is NaN; "
+    "subtract each state's largest logit first, logits - logits.max(dim=-1, keepdim=True).values, "
+    "which changes no probability"
+)
+NO_KEEPDIM = (
+    "a max or a sum taken without keepdim=True has lost its last axis, so it no longer lines up "
+    "with the logits (a batch of 3 states: shape (3,) against (3, 4)); keep it: "
+    "logits.max(dim=-1, keepdim=True).values "
+    "and weights.sum(dim=-1, keepdim=True)"
+)
+
+
 def probabilities_cause(case: Case, got: Any) -> str | None:
     """Name the axis mistake whose softmax the learner's output matches. Where several match (a
     batch of one state cannot tell where the max was taken), name only the half they share."""
@@ -80,6 +93,12 @@ def probabilities_cause(case: Case, got: Any) -> str | None:
     got_a = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
     if got_a.shape != tuple(logits.shape):
         return None
+    if not np.isfinite(got_a).all() and np.isfinite(softmax_over(logits, -1, -1)).all():
+        with np.errstate(over="ignore", invalid="ignore"):  # the unshifted softmax, as yours
+            unshifted = np.exp(np.asarray(logits, dtype=np.float32))
+            unshifted = unshifted / unshifted.sum(axis=-1, keepdims=True)
+        if np.allclose(got_a, unshifted, equal_nan=True):
+            return NO_SHIFT
     dims = [*range(logits.dim() - 1), -1, None]  # each axis of states, the actions, every axis
     found = [
         (shift, total)
