@@ -45,12 +45,13 @@ def test_n_step_target_by_hand():
     assert fig.n_step_target(rewards, next_values, [False, True, False], 0, None, 0.5) == 1.5
 
 
-def test_the_bias_variance_experiment_trades_bias_for_variance(episodes):
+def test_the_bias_variance_experiment_trades_bias_for_variance(episodes, capsys):
     result = fig.bias_variance_experiment(
         episodes, n_states=3, n_rollouts=20, rollouts_for_v=4, rollouts_for_q=50,
         lambdas=(0.0, 0.5, 1.0),
     )
     assert result.errors.shape == (3, 3, 20)
+    assert capsys.readouterr().err == ""  # no progress bar: a saved notebook would keep its "0%"
     assert result.variance[0] == pytest.approx(0.0, abs=1e-12)  # deterministic physics
     assert result.variance[-1] > result.variance[0] and result.bias[-1] < result.bias[0]
     assert np.allclose(result.mse, result.bias**2 + result.variance)
@@ -59,6 +60,8 @@ def test_the_bias_variance_experiment_trades_bias_for_variance(episodes):
     lines = figure.axes[0].get_lines()
     assert np.allclose(lines[0].get_ydata(), result.bias**2)
     assert np.allclose(lines[2].get_ydata(), result.mse)
+    best = result.lambdas[result.mse.argmin()]
+    assert np.allclose(lines[3].get_xdata(), best) and f"{best:.2f}" in lines[3].get_label()
     # the table prints what the plot draws, under the same names: bias^2, variance, their sum
     table = fig.bias_variance_table(result, every=1).splitlines()
     assert table[0].split()[:3] == ["lambda", "bias^2", "variance"]
@@ -79,12 +82,13 @@ def test_the_discount_figures(capsys):
     assert "horizon 100 steps" in fig.show_discount(0.99).axes[0].get_title()
 
 
-def test_the_values_and_estimates_along_an_episode(episodes):
+def test_the_estimates_along_an_episode(episodes):
     steps = len(episodes[0]["rewards"])
     v_true = np.linspace(9, 1, steps)
-    assert len(fig.plot_values(v_true, v_true + 1).axes[0].get_lines()) == 2
-    estimates = fig.plot_estimates(episodes[0]["rewards"], v_true, v_true + 1)
-    monte_carlo = estimates.axes[0].get_lines()[1].get_ydata()
+    q_true = v_true + 0.1
+    estimates = fig.plot_estimates(episodes[0]["rewards"], q_true, v_true + 1)
+    truth, monte_carlo = (line.get_ydata() for line in estimates.axes[0].get_lines()[:2])
+    assert np.allclose(truth, q_true) and "Q^" in estimates.axes[0].get_lines()[0].get_label()
     assert monte_carlo[-1] == 1.0 and monte_carlo[0] == pytest.approx((1 - 0.9**steps) / 0.1)
 
 

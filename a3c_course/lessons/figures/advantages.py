@@ -90,32 +90,23 @@ def show_discount(gamma):
     return fig
 
 
-def plot_values(v_true, v_hat):
-    """One episode's true values and the critic's."""
-    fig, ax = _axes(8, 3)
-    ax.plot(v_true, "k-", label="true value $V^\\pi(s_t)$ (Monte-Carlo)")
-    ax.plot(v_hat, "o-", color="tab:purple", markersize=3, label="critic $\\hat V(s_t)$")
-    title = "One recorded episode: true values and our critic"
-    ax.set(xlabel="step t", ylabel="value", title=title)
-    ax.legend()
-    return fig
-
-
-def plot_estimates(rewards, v_true, v_hat):
-    """Monte-Carlo, one-step TD and 5-step estimates along one episode that ended by a game over."""
+def plot_estimates(rewards, q_true, v_hat):
+    """Monte-Carlo, one-step TD and 5-step estimates along one episode that ended by a game over,
+    against the true action values Q(s_t, a_t) of the actions the episode took."""
     steps = len(rewards)
     ended = np.arange(steps) == steps - 1
     next_v_hat = np.append(v_hat[1:], 0.0)  # V-hat(s_{t+1}); unused after the terminal step
     fig, ax = _axes(8, 3.2)
-    ax.plot(v_true, "k-", linewidth=3, alpha=0.3, label="true $V^\\pi(s_t)$")
+    ax.plot(q_true, "k-", linewidth=3, alpha=0.3, label="true $Q^\\pi(s_t, a_t)$")
     for name, n, style in [
         ("Monte-Carlo $G_t$", None, "-"),
-        ("one-step TD", 1, "--"),
+        ("one-step TD target", 1, "--"),
         ("5-step return", 5, ":"),
     ]:
         estimate = [n_step_target(rewards, next_v_hat, ended, t, n) for t in range(steps)]
         ax.plot(estimate, style, label=name)
-    ax.set(xlabel="step t", ylabel="estimate of the return", title="Estimates along one episode")
+    title = "Estimates of $Q^\\pi(s_t, a_t)$ along one episode"
+    ax.set(xlabel="step t", ylabel="return after step t", title=title)
     ax.legend(fontsize=8)
     return fig
 
@@ -156,7 +147,11 @@ def plot_bias_variance(result: BiasVariance):
         ylabel="squared error of $\\hat Q_\\lambda$",
         title="GAE on CartPole with an imperfect critic: bias falls, variance grows",
     )
-    ax.axvline(result.lambdas[result.mse.argmin()], color="grey", linestyle=":")
+    best = result.lambdas[result.mse.argmin()]
+    label = f"smallest mean squared error: $\\lambda$ = {best:.2f}"
+    ax.axvline(best, color="grey", linestyle=":", label=label)
+    ax.set_ylim(0, 1.5 * max(result.mse.max(), result.variance.max()))  # room for the legend
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
     return fig
 
 

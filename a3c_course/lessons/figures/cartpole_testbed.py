@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
-from tqdm.auto import tqdm
 
 from a3c_course.a3c import returns
 from a3c_course.a3c.envs import make_env
@@ -204,7 +203,8 @@ def bias_variance_experiment(
     # value each distinct state once, so the critic is a function of the state, as a network is.
     distinct, which = np.unique(visited[needed], axis=0, return_inverse=True)
     values_distinct = np.zeros(len(distinct))
-    for start in tqdm(range(0, len(distinct), 2000), desc="true values of visited states"):
+    # No progress bar: a notebook saved after running would keep only its first state ("0%").
+    for start in range(0, len(distinct), 2000):
         part = slice(start, start + 2000)
         values_distinct[part] = true_values(distinct[part], rollouts_for_v, rng)
     v_visited = np.zeros(in_play.shape)
