@@ -456,3 +456,42 @@ def test_the_references_are_explicit_sums():
     )
     assert advantages.tolist() == [2.0, 1.0]  # truncated: 1 + 0.5*4 - 1; then 0 + 0.5*6 - 2
     assert returns.tolist() == [3.0, 3.0]
+
+
+def _returns_with(mistake):
+    """discounted_returns written with one known slip."""
+
+    def discounted_returns(rewards, gamma):
+        out = torch.zeros(len(rewards), dtype=torch.long if mistake == "integers" else None)
+        following = 0.0
+        steps = range(len(rewards)) if mistake == "forwards" else reversed(range(len(rewards)))
+        for t in steps:
+            if mistake == "without own reward":
+                out[t] = gamma * following
+            following = (
+                gamma * (rewards[t] + following)
+                if mistake == "discounts own reward"
+                else rewards[t] + (1.0 if mistake == "no discount" else gamma) * following
+            )
+            if mistake != "without own reward":
+                out[t] = following
+        return out.tolist() if mistake == "a list" else out
+
+    return discounted_returns
+
+
+@pytest.mark.parametrize(
+    "mistake, words",
+    [
+        ("forwards", "you walk forwards"),
+        ("without own reward", "each G_t leaves out r_t itself"),
+        ("discounts own reward", "you discount r_t too"),
+        ("no discount", "without gamma"),
+        ("integers", "your returns are integers"),
+        ("a list", "return a torch tensor of shape (T,), got a list"),
+    ],
+)
+def test_3_1_each_known_mistake_is_named(mistake, words, capsys):
+    assert unit3.check_discounted_returns(_returns_with(mistake)) is False
+    assert words in capsys.readouterr().out
+    assert unit3.check_discounted_returns(_returns_with("none")) is True

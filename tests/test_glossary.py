@@ -69,3 +69,14 @@ def test_ordinary_phrases_are_not_uses(course, monkeypatch):
     monkeypatch.setitem(glossary.ORDINARY, "rollout", [r"rollout of the carpet"])
     course("01_a.ipynb", "The rollout of the carpet.", BOX)
     assert glossary.early_uses() == []
+
+
+def test_a_core_use_needs_a_core_definition(course):
+    # A learner may skip every optional section: a box there does not define a word for the core.
+    course("01_a.ipynb", "## Summary", "## Optional: more\n\n" + BOX)
+    course("02_b.ipynb", "Each rollout ends with an update.")
+    (problem,) = glossary.early_uses()
+    assert "'rollout' defined only in optional depth" in problem
+    assert "used in the core path in 02_b.ipynb cell 0" in problem
+    course("02_b.ipynb", "## Optional: later\n\nEach rollout ends with an update.")
+    assert glossary.early_uses() == []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -43,6 +43,7 @@ ORDINARY: dict[str, list[str]] = {
 class Place:
     notebook: int  # position in reading order
     cell: int
+    optional: bool = field(default=False, compare=False)  # under an "Optional..." heading
 
     def name(self) -> str:
         return f"{reading_order()[self.notebook].name} cell {self.cell}"
@@ -61,11 +62,22 @@ def reading_order() -> list[Path]:
 
 
 def cells():
-    """(Place, markdown source) for every markdown cell, in reading order."""
+    """(Place, markdown source) for every markdown cell, in reading order; a cell under a heading
+    that starts with "Optional" is optional depth (until a heading of its level or above)."""
     for n, path in enumerate(reading_order()):
+        optional_level = None
         for c, cell in enumerate(nbformat.read(path, as_version=4).cells):
-            if cell.cell_type == "markdown":
-                yield Place(n, c), cell.source
+            if cell.cell_type != "markdown":
+                continue
+            for line in cell.source.splitlines():
+                level = len(line) - len(line.lstrip("#"))
+                if not 0 < level <= 3 or not line[level:].startswith(" "):
+                    continue
+                if line[level:].strip().lower().startswith("optional"):
+                    optional_level = level
+                elif optional_level is not None and level <= optional_level:
+                    optional_level = None
+            yield Place(n, c, optional_level is not None), cell.source
 
 
 def boxes(source: str) -> list[str]:
@@ -93,15 +105,23 @@ def terms_of(box: str) -> list[tuple[str, str]]:
     return out
 
 
+def definitions() -> list[Term]:
+    """Every box's every term, in reading order (a term may be defined again, or recalled)."""
+    return [
+        Term(term, definition, place)
+        for place, source in cells()
+        for box in boxes(source)
+        for term, definition in terms_of(box)
+    ]
+
+
 def glossary() -> list[Term]:
     """Every term at its first definition, in reading order."""
     seen, found = set(), []
-    for place, source in cells():
-        for box in boxes(source):
-            for term, definition in terms_of(box):
-                if term.lower() not in seen:
-                    seen.add(term.lower())
-                    found.append(Term(term, definition, place))
+    for entry in definitions():
+        if entry.term.lower() not in seen:
+            seen.add(entry.term.lower())
+            found.append(entry)
     return found
 
 
@@ -123,10 +143,13 @@ def pattern(term: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-]){body}(?![\w-])", re.IGNORECASE)
 
 
-def first_use(term: str) -> tuple[Place, str] | None:
-    """Where the term first appears in prose, with the words around it."""
+def first_use(term: str, core_only: bool = False) -> tuple[Place, str] | None:
+    """Where the term first appears in prose (in the core path only, if core_only), with the
+    words around it."""
     ordinary = [re.compile(p, re.IGNORECASE) for p in ORDINARY.get(term.lower(), [])]
     for place, source in cells():
+        if core_only and place.optional:
+            continue
         text = prose(source)
         for phrase in ordinary:
             text = phrase.sub(" ", text)
@@ -138,14 +161,26 @@ def first_use(term: str) -> tuple[Place, str] | None:
 
 
 def early_uses() -> list[str]:
-    """One line per term used before the cell that defines it."""
-    problems = []
+    """One line per term used before the cell that defines it, and per term that the core path
+    uses before any core cell defines it (a learner may skip every optional section)."""
+    problems, everything = [], definitions()
     for entry in glossary():
+        order = (entry.place.notebook, entry.place.cell)
         use = first_use(entry.term)
-        if use and (use[0].notebook, use[0].cell) < (entry.place.notebook, entry.place.cell):
+        if use and (use[0].notebook, use[0].cell) < order:
             problems.append(
                 f"{entry.term!r} defined in {entry.place.name()}, used first in "
                 f"{use[0].name()}: ...{use[1]}..."
+            )
+            continue
+        core = [d.place for d in everything if d.term.lower() == entry.term.lower()]
+        core = [place for place in core if not place.optional]
+        use = first_use(entry.term, core_only=True)
+        if use and (not core or (use[0].notebook, use[0].cell) < (core[0].notebook, core[0].cell)):
+            where = f"first in the core path in {core[0].name()}" if core else "only in optional depth"
+            problems.append(
+                f"{entry.term!r} defined {where} ({entry.place.name()} first), used in the core "
+                f"path in {use[0].name()}: ...{use[1]}..."
             )
     return problems
 

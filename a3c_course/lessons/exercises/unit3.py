@@ -29,6 +29,7 @@ from a3c_course.lessons.exercises.core import (
     naming_error,
     show_pair,
 )
+from a3c_course.lessons.exercises.unit3_mistakes import returns_cause
 
 # Revealed one at a time by show_hints(unit3.HINTS["3.1"]): the idea, the code's shape, a sketch.
 HINTS = {
@@ -151,7 +152,15 @@ def _discounted_returns_cases() -> list[Case]:
 
 def check_discounted_returns(func: Callable) -> bool:
     """3.1: func(rewards (T,), gamma) -> G (T,), G_t = r_t + gamma r_{t+1} + ... to the end."""
-    return check_cases("3.1", func, _discounted_returns_cases())
+    return check_cases(
+        "3.1", func, _discounted_returns_cases(), compare=_tensor_close, diagnose=returns_cause
+    )
+
+
+def _tensor_close(got, expected) -> str | None:
+    if not isinstance(got, torch.Tensor):  # the later units index and add the returns as tensors
+        return f"return a torch tensor of shape (T,), got a {type(got).__name__}"
+    return close(got, expected)
 
 
 # ------------------------------------------------------------------ 3.2 the backward GAE loop
