@@ -231,7 +231,7 @@ def test_a_fix_that_hands_over_once_is_told_why(capsys):
     assert unit4.check_fixed_update(fix_that_drops_the_optimizers_zero_grad) is False
     out = capsys.readouterr().out
     assert "given rollout 1's gradient again" in out
-    assert "ensure_shared_grads returns early while the shared .grad is set" in out
+    assert "a hand-over skipped while the shared .grad is set" in out
 
 
 def test_the_reference_applies_one_rollouts_clipped_gradient():

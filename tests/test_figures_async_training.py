@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import matplotlib
 import numpy as np
 import pytest
+import torch
 import torch.multiprocessing as mp
 
 matplotlib.use("Agg")
@@ -31,9 +32,9 @@ def test_the_diagram_draws_each_worker_and_its_environments():
     assert len(ax.patches) == 1 + 3 + 3 * 2 + 2 * 3  # shared box, workers, envs, two arrows each
 
 
-def test_correlations_of_a_stream_and_across_streams():
+def test_correlations_of_a_game_and_across_games():
     rng = np.random.default_rng(0)
-    walk = np.cumsum(rng.normal(size=(6, 400, 1)), axis=1)  # a slow random walk per stream
+    walk = np.cumsum(rng.normal(size=(6, 400, 1)), axis=1)  # a slow random walk per game
     lagged, across = figures.correlations(walk, max_lag=10)
     assert lagged[0] == pytest.approx(1.0) and lagged[1] > 0.8 and lagged[10] < lagged[1]
     assert abs(across) < 0.5
@@ -42,16 +43,19 @@ def test_correlations_of_a_stream_and_across_streams():
 
 
 def test_decorrelation_is_measured_on_pong_and_drawn():
-    d = figures.measure_decorrelation(streams=3, steps=80, warm_up=5, tail=60)
+    d = figures.measure_decorrelation(games=3, steps=80, warm_up=5, tail=60)
     assert d.frames.shape == (3, 80, 42 * 42)
     assert d.return_lag[1] > 0.8 and d.return_lag[0] == pytest.approx(1.0)
     table = d.table()
-    assert "one stream,  1 steps apart" in table and "3 steps of one stream are worth" in table
+    assert "one game,  1 step  apart" in table and "two games, same moment" in table
+    assert "3 steps in a row of one game are worth" in table and "each of 3 games" in table
     figure = figures.plot_decorrelation(d, rollout_steps=20)
-    curves = figure.axes[-2:]
-    assert len(figure.axes) == 2 * 3 + 2  # a strip of frames per row, two curves
-    assert [len(ax.lines) for ax in curves] == [2, 2]  # the lag curve and the across level
-    assert np.allclose(curves[1].lines[0].get_ydata(), d.return_lag)
+    strip, curve = figure.axes[:-1], figure.axes[-1]
+    assert len(strip) == 2 * 3  # a row of frames per game and of games per step
+    assert [ax.get_title() for ax in strip[3:]] == ["game 0", "game 1", "game 2"]
+    assert len(curve.lines) == 2  # the lag curve and the across level
+    shown = len(curve.lines[0].get_ydata())
+    assert shown == 31 and np.allclose(curve.lines[0].get_ydata(), d.return_lag[:shown])
 
 
 def fake_reports():
@@ -68,6 +72,10 @@ def test_the_staleness_timeline_draws_a_bar_and_a_triangle_per_rollout():
     bars = [line for line in ax.lines if line.get_marker() != "v"]
     assert len(triangles) == len(bars) > 0 and set(texts(ax)) == {"1"}
     assert all(bar.get_xdata()[1] - bar.get_xdata()[0] == pytest.approx(1.0) for bar in bars)
+    # by default the whole run, from when both run (worker 1's second rollout, at 1.5 s) on
+    whole = figures.plot_staleness(fake_reports()).axes[0]
+    starts = sorted(line.get_xdata()[0] for line in whole.lines if line.get_marker() != "v")
+    assert len(starts) == 10 + 11 and starts[0] == pytest.approx(0.0)
 
 
 @pytest.mark.timeout(120)
@@ -78,7 +86,8 @@ def test_the_probe_runs_workers_and_tables_their_staleness():
     updates = sum(r["updates"] for r in reports)
     assert 0.9 * updates <= counter <= updates
     table = figures.staleness_table({2: (reports, counter)})
-    assert table.splitlines()[1].split("|")[:2] == ["      2 ", f" {updates:7d} "]
+    row = table.splitlines()[1].split("|")
+    assert row[0] == "      2 " and int(row[2]) == updates - counter
 
 
 def test_the_gradient_table_shows_the_original_summing_rollouts():
@@ -92,6 +101,17 @@ def test_the_gradient_table_shows_the_original_summing_rollouts():
     # run 2, in its own run: update_shared gives each rollout's own gradient, every time
     assert all(row[6] == pytest.approx(row[5]) for row in rows)
     assert second[5] == pytest.approx(second[1])  # both runs start alike: rollout 2 is the same
+
+
+def test_without_clearing_the_optimizer_is_given_the_running_sum():
+    scenario = unit4.Scenario("4 rollouts", (1.0,) * 4, max_grad_norm=40.0)
+    trace = unit4.trace_updates(figures.update_without_clearing, scenario)
+    for k in range(4):
+        running = torch.stack(trace.own[: k + 1]).sum(0)
+        assert torch.allclose(trace.applied[k], running, atol=1e-5)
+    ax = figures.plot_accumulation(rollouts=4).axes[0]
+    with_step_1, without, own = (line.get_ydata() for line in ax.lines)
+    assert without[0] == pytest.approx(with_step_1[0]) and without[1] > 1.05 * own[1]
 
 
 def test_private_adams_cancel_and_a_shared_one_follows_the_sum():

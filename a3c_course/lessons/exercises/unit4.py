@@ -59,8 +59,9 @@ HINTS = {
         "The hand-over: walk through the local and the shared parameters side by side (both "
         "models list them in the same order) and make each shared parameter's gradient the local "
         "one's; the same tensor will do, no copy is needed. Do it at every call, even when the "
-        "shared parameter still holds a gradient: that one is the last rollout's (the original's "
-        "'only if None' shortcut is the bug of section 5).",
+        "shared parameter still holds a gradient: that one is the last rollout's (handing over "
+        "only while the shared .grad is None would keep an old tensor: local_model.zero_grad() "
+        "gives the local model new ones).",
     ],
     "4.2": [
         "Which tensors does <code>optimizer.zero_grad()</code> touch? The optimizer was built on the "

@@ -170,9 +170,9 @@ def _wrong_gradient(got: Trace, k: int, scenario: Scenario, where: str, want_nor
                 f"{where}: the optimizer was given rollout {j + 1}'s gradient again (cosine "
                 f"{_cosine(applied, got.own[j]):.3f} with it, {_cosine(applied, own):.3f} with "
                 f"this rollout's): the shared .grad still holds an old tensor. Hand the "
-                "gradients over on every update: an alias made once (ensure_shared_grads returns "
-                "early while the shared .grad is set) goes stale when local_model.zero_grad() "
-                "replaces the local tensors"
+                "gradients over on every update: an alias made once (a hand-over skipped while the "
+                "shared .grad is set) goes stale when local_model.zero_grad() replaces the local "
+                "tensors"
             )
     own_sum = torch.stack(got.own[: k + 1]).sum(0)
     if k > 0 and _cosine(applied, own_sum) > _cosine(applied, own) + 0.05:

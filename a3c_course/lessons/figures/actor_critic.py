@@ -38,8 +38,8 @@ def plot_two_action_entropy(max_gap: float = 8.0):
     h = entropy(torch.stack([gaps, torch.zeros_like(gaps)], dim=1))
     fig, ax = plt.subplots(figsize=(6, 2.8))
     ax.plot(_numpy(gaps), _numpy(h))
-    ax.axhline(math.log(2), color="k", ls="--", lw=1, label="ln 2 = 0.69 nats (uniform)")
-    ax.set(xlabel=r"logit gap $z_1 - z_2$", ylabel=r"$H(\pi)$ (nats)")
+    ax.axhline(math.log(2), color="k", ls="--", lw=1, label="ln 2 = 0.69 (uniform)")
+    ax.set(xlabel=r"logit gap $z_1 - z_2$", ylabel=r"$H(\pi)$")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -58,23 +58,6 @@ def plot_frame_motion(previous: np.ndarray, current: np.ndarray):
         ax.set_title(title)
         ax.axis("off")
     fig.tight_layout()
-    return fig
-
-
-def plot_standardised(frame: torch.Tensor, scaled: torch.Tensor):
-    """A (1, 1, H, W) frame before and after standardising, both pictures on one shared colour
-    scale (one colour bar)."""
-    before, after = _numpy(frame[0, 0]), _numpy(scaled[0, 0])
-    low, high = min(before.min(), after.min()), max(before.max(), after.max())
-    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
-    for ax, image, title in (
-        (axes[0], before, "the [0, 1] frame"),
-        (axes[1], after, "standardised"),
-    ):
-        shown = ax.imshow(image, cmap="gray", vmin=low, vmax=high)
-        ax.set_title(f"{title}: {image.min():.2f} to {image.max():.2f}", fontsize=10)
-        ax.axis("off")
-    fig.colorbar(shown, ax=list(axes), fraction=0.046, label="one colour scale for both")
     return fig
 
 

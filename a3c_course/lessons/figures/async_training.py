@@ -41,12 +41,13 @@ from a3c_course.training.processes import stop_children
 # ------------------------------------------------------------------ the picture of A3C
 
 
-SHARED = "shared model $\\theta$ and shared Adam state ($m, v, t$)\nin shared memory"
+SHARED = "shared model $\\theta$ and the optimizer's state\nin shared memory"
 WORKER = (
-    "worker {i} (a process): copy $\\theta'$\nrollout -> loss -> gradient\none batched forward pass"
+    "worker {i} (a process): local copy $\\theta'$\nrollout -> loss -> gradient\n"
+    "one batched forward pass"
 )
 SYNC = "blue: sync, copy $\\theta$ into $\\theta'$"
-UPDATE = "red: one Adam step on $\\theta$\nwith its gradient (no lock)"
+UPDATE = "red: one optimizer step on $\\theta$\nwith its gradient (no lock)"
 
 
 def draw_workers(config: TrainConfig | None = None) -> Figure:
@@ -104,15 +105,13 @@ def run_probe(config: TrainConfig, workers: int, seconds: float, threads: int = 
 
 
 def staleness_table(probes: dict) -> str:
-    """One line per worker count: updates, staleness (mean, max), updates lost in races."""
-    lines = ["workers | updates | staleness tau: mean  max | lost in races"]
+    """One line per worker count: staleness (mean, max), updates lost in races. (Not how many
+    updates: that depends on the machine and on what else it runs.)"""
+    lines = ["workers | staleness tau: mean  max | updates lost in races"]
     for workers, (reports, counter) in probes.items():
         tau = np.concatenate([r["staleness"] for r in reports])
         updates = sum(r["updates"] for r in reports)
-        lines.append(
-            f"{workers:7d} | {updates:7d} | {tau.mean():19.2f} {tau.max():4d} |"
-            f" {updates - counter:13d}"
-        )
+        lines.append(f"{workers:7d} | {tau.mean():19.2f} {tau.max():4d} | {updates - counter:21d}")
     return "\n".join(lines)
 
 
@@ -122,31 +121,67 @@ TIMELINE = (
 )
 
 
-def plot_staleness(reports: list[dict], rollouts: int = 5) -> Figure:
-    """A few seconds of two workers: a bar per rollout (sync to update), a triangle at its update,
-    and above it the staleness (the other worker's updates in between)."""
-    duration = np.median([u - s for r in reports for s, u in r["times"]])
-    window = rollouts * duration
-    # from every worker's second rollout on (its first one includes its start), even on a busy
-    # machine where a few seconds hold only a few rollouts
+def plot_staleness(reports: list[dict], rollouts: int | None = None) -> Figure:
+    """Two workers' run: a bar per rollout (sync to update), a triangle at its update, and above it
+    the staleness (the other worker's updates in between). From the moment both workers run (every
+    worker's second rollout: its first one includes starting up) to the end of the run, or only the
+    first `rollouts` rollouts' worth of time when given."""
     begin = max(r["times"][min(1, len(r["times"]) - 1)][0] for r in reports)
-    figure = Figure(figsize=(9, 2.4), dpi=80)
+    end = max(u for r in reports for _, u in r["times"])
+    if rollouts is not None:
+        duration = np.median([u - s for r in reports for s, u in r["times"]])
+        end = min(end, begin + rollouts * duration)
+    figure = Figure(figsize=(9, 2.4), dpi=80, layout="constrained")
     ax = figure.subplots()
     for r, colour in zip(reports, ("tab:blue", "tab:orange"), strict=False):
         for k, ((synced, updated), tau) in enumerate(zip(r["times"], r["staleness"], strict=True)):
-            if begin <= synced and updated <= begin + window:
-                y = r["worker"]
+            if begin <= synced and updated <= end:
+                y, synced, updated = r["worker"], synced - begin, updated - begin
                 bar = {"color": colour, "lw": 8, "alpha": 0.25 if k % 2 else 0.5}
                 ax.plot([synced, updated], [y, y], solid_capstyle="butt", **bar)
                 ax.plot(updated, y, "v", color=colour, ms=7)
                 ax.text((synced + updated) / 2, y + 0.22, str(tau), ha="center", fontsize=8)
     ax.set(yticks=[0, 1], yticklabels=["worker 0", "worker 1"], ylim=(-0.5, 1.6))
-    ax.set_xlabel("seconds since start")
+    ax.set_xlabel("seconds since both workers were running (each one's start-up left out)")
     ax.set_title(TIMELINE, fontsize=9)
     return figure
 
 
 # ------------------------------------------------------------------ the update, and Adam's state
+
+
+def update_without_clearing(local_model, shared_model, optimizer, loss, max_grad_norm) -> float:
+    """Section 5's update without its step 1 (local_model.zero_grad()): backward() adds into the
+    local .grad, so each update hands over the sum of every rollout's gradient so far."""
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
+    for local, shared in zip(local_model.parameters(), shared_model.parameters(), strict=True):
+        shared.grad = local.grad
+    optimizer.step()
+    return float(norm)
+
+
+def plot_accumulation(rollouts: int = 8) -> Figure:
+    """The same rollouts through update_shared and through update_without_clearing: per rollout,
+    the norm of the gradient each gave the optimizer, and (without clearing) of the rollout's own."""
+    scenario = unit4.Scenario(f"{rollouts} rollouts", (1.0,) * rollouts, max_grad_norm=40.0)
+    cleared = unit4.trace_updates(update_shared, scenario)
+    summed = unit4.trace_updates(update_without_clearing, scenario)
+    k = np.arange(1, rollouts + 1)
+    figure = Figure(figsize=(7, 3.2), dpi=80, layout="constrained")
+    ax = figure.subplots()
+    norms = lambda tensors: [float(t.norm()) for t in tensors]  # noqa: E731
+    ax.plot(k, norms(cleared.applied), "o-", label="with step 1: given to the optimizer")
+    ax.plot(k, norms(summed.applied), "o-", label="without step 1: given to the optimizer")
+    ax.plot(k, norms(summed.own), "o:", color="tab:orange", alpha=0.6,
+            label="without step 1: the rollout's own gradient")  # fmt: skip
+    top = 1.7 * max(norms(summed.applied))  # room for the legend above the lines
+    ax.set(xlabel="rollout k", ylabel="gradient norm", ylim=(0, top), xticks=k)
+    ax.set_title(
+        "one update per rollout, with and without clearing the local gradients", fontsize=10
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    return figure
 
 
 def gradient_table(rollouts: int = 8) -> str:
