@@ -445,3 +445,25 @@ def test_2_2_exp_of_the_raw_logits_is_named_with_the_fix_for_probabilities(capsy
     out = capsys.readouterr().out
     assert "likely cause: you take exp() of the logits as they are" in out
     assert "log_softmax" not in out  # 2.1's advice does not fit a function returning probabilities
+
+
+@pytest.mark.parametrize(
+    "reduce, words",
+    [(lambda t: t.sum(dim=0), "you add up over dim=0"), (lambda t: t.sum(), "with no dim")],
+)
+def test_2_1_an_entropy_summed_over_the_wrong_axes_is_named(reduce, words, capsys):
+    def entropy_from_logits(logits):
+        log_p = torch.log_softmax(logits, dim=-1)
+        return -reduce(log_p.exp() * log_p)
+
+    assert unit2.check_entropy_from_logits(entropy_from_logits) is False
+    assert words in capsys.readouterr().out
+
+
+def test_2_2_an_overflow_is_not_explained_with_a_log(capsys):
+    def action_probabilities(logits):
+        weights = torch.exp(logits)
+        return weights / weights.sum(dim=-1, keepdim=True)
+
+    unit2.check_action_probabilities(action_probabilities)
+    assert "log(0)" not in capsys.readouterr().out

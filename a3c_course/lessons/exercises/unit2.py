@@ -85,16 +85,18 @@ def _as_array(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
-def _finite_problem(
-    got, advice: str = "work with log-probabilities (torch.log_softmax), which avoid both"
-) -> str | None:
+OVERFLOW_OR_LOG0 = (
+    "either exp() of a large logit overflowed (exp(89) is already inf in float32), or a "
+    "probability rounded to 0 and log(0) = -inf (0 * -inf is NaN); work with log-probabilities "
+    "(torch.log_softmax), which avoid both"
+)
+
+
+def _finite_problem(got, why: str = OVERFLOW_OR_LOG0) -> str | None:
     if not isinstance(got, (torch.Tensor, np.ndarray)):
         return f"return a torch tensor, got a {type(got).__name__}"
     if not np.isfinite(_as_array(got).astype(float)).all():
-        return (
-            "got NaN or inf: either exp() of a large logit overflowed (exp(89) is already inf in "
-            f"float32), or a probability rounded to 0 and log(0) = -inf (0 * -inf is NaN); {advice}"
-        )
+        return f"got NaN or inf: {why}"
     return None
 
 
@@ -152,14 +154,35 @@ def check_entropy_from_logits(func: Callable[[torch.Tensor], torch.Tensor]) -> b
         func,
         [Case(text, (x.clone().requires_grad_(True),), exp) for text, x, exp in cases],
         compare=_compare_entropy,
+        diagnose=entropy_axis_cause,
     )
+
+
+def entropy_axis_cause(case: Case, got) -> str | None:
+    """An entropy summed over the wrong axes, named by the shape it leaves."""
+    logits = case.args[0]
+    shape = tuple(getattr(got, "shape", ()))
+    if logits.dim() > 1 and shape == tuple(logits.shape[1:]):
+        return (
+            "you add up over dim=0, an axis of states, not over the actions; the actions are "
+            "the last axis: .sum(dim=-1) (and log_softmax(..., dim=-1))"
+        )
+    if logits.dim() > 1 and shape == ():
+        return (
+            "you add up over every axis (.sum() with no dim); one entropy per state: .sum(dim=-1)"
+        )
+    return None
 
 
 # ---------------------------------------------------------------- 2.2 find the bug: softmax dim
 
 
 def _compare_probabilities(got, expected) -> str | None:
-    problem = _finite_problem(got, "subtract each state's largest logit before exp()")
+    problem = _finite_problem(
+        got,
+        "exp() of a large logit overflowed (exp(89) is already inf in float32); subtract each "
+        "state's largest logit before exp()",
+    )
     if problem:
         return problem
     got_a, exp_a = _as_array(got).astype(float), np.asarray(expected)
