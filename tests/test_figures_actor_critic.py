@@ -129,6 +129,9 @@ def test_play_step_marks_the_step_and_the_points(game):
     game = dict(game, reward=np.array([0.0] * 4 + [1.0] + [0.0] * 4 + [-1.0, 0.0, 0.0]))
     screen, policy, value = figures.plot_play_step(game, 6, ACTIONS, title="t").axes
     assert screen.get_title().startswith("step 6: ")
+    # plain words: the goal shows this figure before the notebook defines pi and V
+    assert policy.get_title() == "action probabilities (dashed: 1/6 each)"
+    assert value.get_title().startswith("critic's estimate of points to come: ")
     assert [bar.get_height() for bar in policy.patches] == pytest.approx(game["probs"][6])
     marks = {(line.get_xdata()[0], line.get_color()) for line in value.lines[1:]}
     assert marks == {(4, "tab:green"), (9, "tab:red"), (6, "k")}

@@ -202,7 +202,8 @@ def record_play(model: nn.Module, n_steps: int, seed: int, greedy: bool = False,
 
 def plot_play_step(episode: dict, t: int, action_names: Sequence[str], title: str = ""):
     """Step t of a recorded game: the screen, the policy, and the value over the whole game with
-    the points scored (green) and conceded (red)."""
+    the points scored (green) and conceded (red). The titles are in plain words: the notebook shows
+    this figure as its goal, before it names the policy and the value."""
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 1.4, 1.8]})
     axes[0].imshow(episode["screen"][t])
     axes[0].set_title(f"step {t}: {action_names[episode['action'][t]]}", fontsize=10)
@@ -212,14 +213,16 @@ def plot_play_step(episode: dict, t: int, action_names: Sequence[str], title: st
     axes[1].axhline(1 / n_actions, color="k", ls="--", lw=1)
     axes[1].set_xticks(range(n_actions), action_names, rotation=45, fontsize=7)
     axes[1].set_ylim(0, 1)
-    axes[1].set_title(r"$\pi(\cdot \mid s_t)$ (dashed: uniform)", fontsize=10)
+    axes[1].set_title(f"action probabilities (dashed: 1/{n_actions} each)", fontsize=10)
     axes[2].plot(episode["value"], lw=1)
     for sign, colour in ((1, "tab:green"), (-1, "tab:red")):
         for step in np.flatnonzero(np.sign(episode["reward"]) == sign):
             axes[2].axvline(step, color=colour, ls=":", lw=1.5)
     axes[2].axvline(t, color="k", lw=1)
     axes[2].set_xlabel("step (dotted: a point won, green, or lost, red)")
-    axes[2].set_title(rf"$V(s_t)$ = {episode['value'][t]:.3g}", fontsize=10)
+    axes[2].set_title(
+        f"critic's estimate of points to come: {episode['value'][t]:.3g}", fontsize=10
+    )
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
