@@ -144,3 +144,25 @@ def test_code_of_leaves_out_the_docstring():
 
     code = fig.code_of(documented)
     assert "docstring" not in code and "return x + 1" in code and code.startswith("def documented")
+
+
+def test_the_timeline_names_the_flags_that_stop_the_recursion():
+    texts = [text.get_text() for text in fig.draw_rollout_timeline().axes[0].texts]
+    footer = next(text for text in texts if text.startswith("grey arrows"))
+    assert "terminated or truncated" in footer and "done" not in footer
+
+
+def test_the_notebooks_measurements_shrink_only_under_the_tests(monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        fig, "true_values", lambda states, games, rng, first_actions=None: calls.append(games)
+    )
+    monkeypatch.setattr(fig, "bias_variance_experiment", lambda episodes, **kw: calls.append(kw))
+    monkeypatch.setenv("A3C_COURSE_FAST", "0")
+    fig.monte_carlo_values(np.zeros((1, 4)), np.random.default_rng(0))
+    fig.measure_bias_variance([])
+    monkeypatch.setenv("A3C_COURSE_FAST", "1")
+    fig.monte_carlo_values(np.zeros((1, 4)), np.random.default_rng(0))
+    fig.measure_bias_variance([])
+    assert calls[0] == fig.GAMES_PER_STATE and calls[1] == {}  # the learner's: the full settings
+    assert calls[2] < fig.GAMES_PER_STATE and calls[3]["n_rollouts"] < 400

@@ -34,6 +34,29 @@ from a3c_course.lessons.figures.cartpole_testbed import (  # noqa: F401  the not
     sampled_returns,
     true_values,
 )
+from a3c_course.lessons.notebook import fast_mode
+
+# ------------------------------------------------------------------ the notebook's measurements
+
+GAMES_PER_STATE = 2000  # the notebook's Monte-Carlo: games played from each state
+
+
+def monte_carlo_values(states, rng, first_actions=None):
+    """true_values from GAMES_PER_STATE games per state (a tenth of that when the course's tests
+    run the notebook, so that the learner's cell stays plain)."""
+    games = GAMES_PER_STATE // 10 if fast_mode() else GAMES_PER_STATE
+    return true_values(states, games, rng, first_actions=first_actions)
+
+
+def measure_bias_variance(episodes):
+    """bias_variance_experiment with its default settings (smaller ones when the course's tests run
+    the notebook: the default takes up to a minute)."""
+    if fast_mode():
+        return bias_variance_experiment(
+            episodes, n_states=4, n_rollouts=50, rollouts_for_v=8, rollouts_for_q=200
+        )
+    return bias_variance_experiment(episodes)
+
 
 # ------------------------------------------------------------------ figures
 
@@ -100,7 +123,7 @@ def plot_estimates(rewards, q_true, v_hat):
     ax.plot(q_true, "k-", linewidth=3, alpha=0.3, label="true $Q^\\pi(s_t, a_t)$")
     for name, n, style in [
         ("Monte-Carlo $G_t$", None, "-"),
-        ("one-step TD target", 1, "--"),
+        ("one-step target", 1, "--"),
         ("5-step return", 5, ":"),
     ]:
         estimate = [n_step_target(rewards, next_v_hat, ended, t, n) for t in range(steps)]
@@ -274,7 +297,7 @@ def draw_rollout_timeline():
         0,
         -0.6,
         "grey arrows: the GAE recursion $\\hat A_t = \\delta_t + \\gamma\\lambda "
-        "\\hat A_{t+1}$; it stops (x) where an episode ends: $(1 - \\mathrm{done}_t) = 0$",
+        "\\hat A_{t+1}$; it stops (x) after a step flagged terminated or truncated",
         fontsize=9,
         va="top",
     )
