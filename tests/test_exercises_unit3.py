@@ -462,6 +462,14 @@ def _returns_with(mistake):
     """discounted_returns written with one known slip."""
 
     def discounted_returns(rewards, gamma):
+        if mistake == "rewards only":
+            return rewards.clone()
+        if mistake == "reversed order":
+            backwards, following = [], 0.0
+            for t in reversed(range(len(rewards))):
+                following = float(rewards[t]) + gamma * following
+                backwards.append(following)
+            return torch.tensor(backwards)
         out = torch.zeros(len(rewards), dtype=torch.long if mistake == "integers" else None)
         following = 0.0
         steps = range(len(rewards)) if mistake == "forwards" else reversed(range(len(rewards)))
@@ -483,7 +491,9 @@ def _returns_with(mistake):
 @pytest.mark.parametrize(
     "mistake, words",
     [
-        ("forwards", "you walk forwards"),
+        ("forwards", "each G_t adds up the rewards before t"),
+        ("reversed order", "or the right returns in reverse order"),  # [1, 1, 1] tells no more
+        ("rewards only", "each G_t is just r_t"),
         ("without own reward", "each G_t leaves out r_t itself"),
         ("discounts own reward", "you discount r_t too"),
         ("no discount", "without gamma"),

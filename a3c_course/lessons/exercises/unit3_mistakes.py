@@ -38,11 +38,53 @@ def _without_own_reward(rewards: np.ndarray, gamma: float) -> np.ndarray:
     return gamma * np.append(right[1:], 0.0)  # G_t stored before r_t was added
 
 
+def _last_step_missed(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    out = np.zeros(len(rewards))  # reversed(range(T - 1)): step T-1 never visited
+    out[:-1] = _backwards(rewards[:-1], gamma) if len(rewards) > 1 else out[:-1]
+    return out
+
+
+def _first_step_missed(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    out = _backwards(rewards, gamma)  # range(T - 1, 0, -1): step 0 never stored
+    out[0] = 0.0
+    return out
+
+
+def _stored_one_late(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    right = _backwards(rewards, gamma)  # G_t written into index t - 1 on the way back
+    return np.append(right[1:], 0.0)
+
+
 MISTAKES = {
     "forwards": (
         _forwards,
-        "you walk forwards, so each G_t adds up the rewards before t; the return looks ahead: "
-        "loop t from the last step down to 0 (reversed(range(len(rewards))))",
+        "each G_t adds up the rewards before t (a forward walk, or the right returns in reverse "
+        "order); the return looks ahead: loop t from the last step down to 0 "
+        "(reversed(range(len(rewards)))) and store G_t at index t",
+    ),
+    "reversed order": (
+        lambda rewards, gamma: _backwards(rewards, gamma)[::-1].copy(),
+        "your returns are right but in reverse order (appended on the way back?); store G_t at "
+        "index t, or reverse the list at the end",
+    ),
+    "rewards only": (
+        lambda rewards, gamma: rewards.copy(),
+        "each G_t is just r_t: nothing is carried back from later steps; keep a running sum "
+        "from the last step backwards, G_t = r_t + gamma * G_(t+1)",
+    ),
+    "last step missed": (
+        _last_step_missed,
+        "the last step's return is 0: your loop stops before step T-1 (range(T - 1)?); "
+        "reversed(range(len(rewards))) visits every step",
+    ),
+    "first step missed": (
+        _first_step_missed,
+        "the first step's return is 0: your loop stops before step 0 (range(T - 1, 0, -1)?); "
+        "reversed(range(len(rewards))) visits every step",
+    ),
+    "stored one late": (
+        _stored_one_late,
+        "each G_t sits one place early (G_(t+1) stored at index t); store G_t at index t",
     ),
     "without own reward": (
         _without_own_reward,
