@@ -58,14 +58,10 @@ def _stored_one_late(rewards: np.ndarray, gamma: float) -> np.ndarray:
 MISTAKES = {
     "forwards": (
         _forwards,
+        # the first case, rewards [1, 1, 1], gives the same numbers for both slips
         "each G_t adds up the rewards before t (a forward walk, or the right returns in reverse "
         "order); the return looks ahead: loop t from the last step down to 0 "
         "(reversed(range(len(rewards)))) and store G_t at index t",
-    ),
-    "reversed order": (
-        lambda rewards, gamma: _backwards(rewards, gamma)[::-1].copy(),
-        "your returns are right but in reverse order (appended on the way back?); store G_t at "
-        "index t, or reverse the list at the end",
     ),
     "rewards only": (
         lambda rewards, gamma: rewards.copy(),
