@@ -44,19 +44,27 @@ class Decorrelation:
     return_across: float  # two games, same moment
 
     def table(self) -> str:
-        n = len(self.frames)
-        one = np.mean([self.return_lag[abs(a - b)] for a in range(n) for b in range(n) if a != b])
+        """The correlations the figure draws: one game at 1, 5 and 20 steps apart, and two games
+        at one moment (the mean over every pair of different games, at every step)."""
         lines = ["correlation of the returns R_t of two steps"]
         lines += [
             f"  one game, {k:2d} step{'s' if k > 1 else ' '} apart   {self.return_lag[k]:6.2f}"
             for k in (1, 5, 20)
         ]
         lines.append(f"  two games, same moment     {self.return_across:6.2f}")
-        lines.append(
-            f"{n} steps in a row of one game are worth {effective_size(n, one):.1f} independent "
-            f"samples; one step of each of {n} games, {effective_size(n, self.return_across):.1f}"
-        )
         return "\n".join(lines)
+
+    def worth(self) -> str:
+        """What n samples are worth in independent ones (effective_size), for n steps in a row of
+        one game (their pairs' mean correlation: the lag curve over every pair's distance) and for
+        one step of each of n games."""
+        n = len(self.frames)
+        one = np.mean([self.return_lag[abs(a - b)] for a in range(n) for b in range(n) if a != b])
+        return (
+            f"{n} steps in a row of one game (mean correlation {one:.2f}) are worth "
+            f"{effective_size(n, one):.1f} independent samples; one step of each of {n} games "
+            f"(mean correlation {self.return_across:.2f}), {effective_size(n, self.return_across):.1f}"
+        )
 
 
 def measure_decorrelation(games=8, steps=300, warm_up=50, tail=300, gamma=0.99) -> Decorrelation:
