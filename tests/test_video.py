@@ -167,3 +167,13 @@ def test_gif_fallback_without_ffmpeg(tmp_path, monkeypatch, breakout_episode):
     with pytest.warns(UserWarning, match="writing a GIF instead"):
         path = write_video(breakout_episode.frames[:5], tmp_path / "clip.mp4")
     assert path == tmp_path / "clip.gif" and path.is_file()
+
+
+def test_a_caption_fits_a_160_pixel_screen():
+    # A caption wider than the frame would lose its end (the step) off the right edge.
+    from a3c_course.lessons.video import caption
+
+    frame = np.zeros((210, 160, 3), np.uint8)
+    banded = caption(frame, "episode 10/10  score 123  step 12345")
+    lit = np.flatnonzero(banded[:14].max(axis=(0, 2)) > 0)
+    assert lit.max() < 158  # the text's last column stays inside the frame

@@ -291,6 +291,8 @@ def caption(frame: np.ndarray, text: str, height: int = 14) -> np.ndarray:
     frame = _as_rgb_uint8(frame)
     band = np.zeros((height, frame.shape[1], 3), np.uint8)
     scale = (height - 4) / 22  # cv2's simplex font is about 22 pixels high at scale 1
+    width = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0]
+    scale *= min(1.0, (frame.shape[1] - 4) / max(width, 1))  # a 160-pixel Atari screen is narrow
     cv2.putText(
         band, text, (2, height - 3), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), 1,
         cv2.LINE_AA,
@@ -302,7 +304,8 @@ def captioned_frames(
     episodes: Sequence[Episode], *, agent_view: bool = False, max_frames: int | None = None
 ) -> list[np.ndarray]:
     """The frames of one or more episodes, one after the other, each under a caption with the
-    episode's number, its raw score so far and the step ("episode 2/3  score 4  step 120").
+    episode's number (when there are several), its raw score so far and the step ("episode 2/3
+    score 4  step 120"), shrunk to fit the frame's width.
 
     agent_view: put the agent's 42x42 input beside the game. max_frames: keep at most this many
         frames in all (spread over the episodes in order), so a video stays short.
@@ -314,7 +317,6 @@ def captioned_frames(
                 return frames
             score = episode.running_scores[t - 1] if t > 0 else 0.0
             picture = side_by_side(frame, episode.observations[t]) if agent_view else frame
-            frames.append(
-                caption(picture, f"episode {number}/{len(episodes)}  score {score:g}  step {t}")
-            )
+            episode_of = f"episode {number}/{len(episodes)}  " if len(episodes) > 1 else ""
+            frames.append(caption(picture, f"{episode_of}score {score:g}  step {t}"))
     return frames
