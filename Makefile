@@ -7,14 +7,14 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-.PHONY: setup lab test quick lint unit notebooks train instructor doctor clean colab-check
+.PHONY: setup lab test quick lint unit notebooks train instructor doctor clean colab-check book book-check
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-warn-script-location "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab,cluster]"
+	$(BIN)/pip install --quiet --no-warn-script-location -e ".[dev,lab,cluster,book]"
 	touch $(STAMP)
 
 # JupyterLab refuses to run as root unless told to (containers, cloud machines).
@@ -63,6 +63,20 @@ colab-check:
 	$(COLAB_VENV)/bin/python tools/colab_stack.py verify
 	$(COLAB_VENV)/bin/pytest --import-mode=importlib -p no:warnings tests/test_widgets.py tests/test_colab.py
 	$(COLAB_VENV)/bin/pytest -p no:warnings --nbval-lax notebooks
+
+# The course as a website (docs/conf.py says how and why) in build/book/html: the README, every
+# unit with its saved outputs (nothing runs) and the glossary; open build/book/html/index.html.
+# Its sources are copied into build/book-src at their repository paths, docs/index.md on top.
+# book-check: then no exercise's solution on it, and in chromium every page, image, video, link
+# and the search work (tests/book/, which `make test` leaves out).
+BOOK_SRC := build/book-src
+book: $(STAMP)
+	rm -rf $(BOOK_SRC) build/book && mkdir -p $(BOOK_SRC)
+	cp -R README.md notebooks docs $(BOOK_SRC)/ && cp docs/index.md $(BOOK_SRC)/
+	$(BIN)/sphinx-build -W --keep-going -q -c docs -d build/book/doctrees $(BOOK_SRC) build/book/html
+
+book-check: book
+	$(BIN)/pytest tests/book
 
 # Train an agent on Pong for 20 minutes with two workers (8 environments each), then score the
 # network's snapshots (one a minute) on both cores; the run lands in runs/pong.
