@@ -74,11 +74,14 @@ def test_the_bias_variance_experiment_trades_bias_for_variance(episodes, capsys)
     assert len(hist.axes) == 2 and "0.50" in hist.axes[0].get_title()
 
 
-def test_the_discount_figures(capsys):
+def test_the_discount_figures():
     figure = fig.plot_discount_weights()
-    assert "0.99" in capsys.readouterr().out
-    curves = figure.axes[0].get_lines()[::2]  # each curve is followed by its horizon line
+    lines = figure.axes[0].get_lines()
+    curves, dots = lines[::2], lines[1::2]  # each curve is followed by the dot at its horizon
     assert np.allclose(curves[2].get_ydata()[100], 0.99**100)
+    assert [float(dot.get_xdata()[0]) for dot in dots] == pytest.approx([2, 10, 100])
+    assert np.allclose([dot.get_ydata()[0] for dot in dots], [0.25, 0.9**10, 0.99**100])
+    assert "horizon 100 steps, weight there 0.37" in curves[2].get_label()
     assert "horizon 100 steps" in fig.show_discount(0.99).axes[0].get_title()
 
 
@@ -88,7 +91,7 @@ def test_the_estimates_along_an_episode(episodes):
     q_true = v_true + 0.1
     estimates = fig.plot_estimates(episodes[0]["rewards"], q_true, v_true + 1)
     truth, monte_carlo = (line.get_ydata() for line in estimates.axes[0].get_lines()[:2])
-    assert np.allclose(truth, q_true) and "Q^" in estimates.axes[0].get_lines()[0].get_label()
+    assert np.allclose(truth, q_true) and "Q(s_t" in estimates.axes[0].get_lines()[0].get_label()
     assert monte_carlo[-1] == 1.0 and monte_carlo[0] == pytest.approx((1 - 0.9**steps) / 0.1)
 
 
@@ -166,3 +169,14 @@ def test_the_notebooks_measurements_shrink_only_under_the_tests(monkeypatch):
     fig.measure_bias_variance([])
     assert calls[0] == fig.GAMES_PER_STATE and calls[1] == {}  # the learner's: the full settings
     assert calls[2] < fig.GAMES_PER_STATE and calls[3]["n_rollouts"] < 400
+
+
+def test_the_testbed_figure_draws_the_followed_episode(capsys):
+    data = fig.testbed()
+    assert fig.testbed() is data  # computed once
+    assert len(data["episodes"]) == 20 and len(data["rewards"]) == 47
+    assert np.allclose(data["v_hat"], fig.critic(data["episodes"][1]["states"], data["v_true"]))
+    figure = fig.plot_testbed_episode()
+    assert "lasted [28, 47, 18" in capsys.readouterr().out
+    truth = figure.axes[0].get_lines()[0]
+    assert np.allclose(truth.get_ydata(), data["q_true"])

@@ -9,6 +9,7 @@ return a matplotlib Figure made without pyplot, so that a notebook shows each on
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 
@@ -48,6 +49,32 @@ def monte_carlo_values(states, rng, first_actions=None):
     return true_values(states, games, rng, first_actions=first_actions)
 
 
+FOLLOWED = 1  # section 3 follows the second recorded episode (47 steps)
+
+
+def testbed():
+    """Section 3's data, computed once: 20 recorded episodes of the fixed policy and, along the
+    followed one, its rewards, its true values V(s_t) and action values Q(s_t, a_t) (Monte-Carlo
+    estimates) and the imperfect critic's values V-hat(s_t)."""
+    return _testbed(fast_mode())
+
+
+@functools.lru_cache(maxsize=2)
+def _testbed(fast):  # fast: only part of the cache's key (monte_carlo_values reads it itself)
+    episodes = record_episodes(20, np.random.default_rng(0))
+    episode = episodes[FOLLOWED]
+    states = episode["states"]
+    v_true = monte_carlo_values(states, np.random.default_rng(1))
+    q_true = monte_carlo_values(states, np.random.default_rng(2), first_actions=episode["actions"])
+    return dict(
+        episodes=episodes,
+        rewards=torch.tensor(episode["rewards"]),
+        v_true=v_true,
+        q_true=q_true,
+        v_hat=critic(states, v_true),
+    )
+
+
 def measure_bias_variance(episodes):
     """bias_variance_experiment with its default settings (smaller ones when the course's tests run
     the notebook: the default takes up to a minute)."""
@@ -79,19 +106,21 @@ def _axes(width, height):
 
 
 def plot_discount_weights(gammas=(0.5, 0.9, 0.99)):
-    """gamma^k against k for a few gammas, each with its horizon 1/(1 - gamma); prints the table."""
+    """gamma^k against k for a few gammas, each curve followed by a dot at its horizon
+    1/(1 - gamma), with a dotted line down from the dot; the legend gives the weight there."""
     k = np.arange(301)
     fig, ax = _axes(8, 3.2)
-    print("gamma   horizon 1/(1-gamma)   weight at the horizon   weight after 100 steps")
     for gamma, colour in zip(gammas, ["tab:red", "tab:orange", "tab:blue"], strict=False):
         horizon = 1 / (1 - gamma)
-        ax.plot(k, gamma**k, color=colour, label=f"$\\gamma$ = {gamma}")
-        ax.axvline(horizon, color=colour, linestyle=":")
-        print(f"{gamma:<7} {horizon:>8.0f} steps {gamma**horizon:>18.2f} {gamma**100:>24.1e}")
+        weight = gamma**horizon
+        label = f"$\\gamma$ = {gamma}: horizon {horizon:.0f} steps, weight there {weight:.2f}"
+        ax.plot(k, gamma**k, color=colour, label=label)
+        ax.plot([horizon], [weight], "o", color=colour, markersize=9, markeredgecolor="k")
+        ax.vlines(horizon, 0, weight, color=colour, linestyle=":", linewidth=2)
     ax.set(
         xlabel="steps ahead k",
         ylabel="weight $\\gamma^k$",
-        title="Discount weights (dotted: the horizon 1/(1-$\\gamma$))",
+        title="Discount weights (dots: the horizon 1/(1-$\\gamma$))",
     )
     ax.legend()
     return fig
@@ -113,22 +142,32 @@ def show_discount(gamma):
     return fig
 
 
+def plot_testbed_episode():
+    """Section 3: prints the recorded episodes' lengths, and plots the estimates along the
+    followed one against its true action values."""
+    data = testbed()
+    lengths = [len(e["rewards"]) for e in data["episodes"]]
+    print(f"{len(lengths)} games of the fixed policy lasted {lengths} steps.")
+    print(f"The figure follows game {FOLLOWED + 1} ({lengths[FOLLOWED]} steps).")
+    return plot_estimates(data["rewards"], data["q_true"], data["v_hat"])
+
+
 def plot_estimates(rewards, q_true, v_hat):
-    """Monte-Carlo, one-step TD and 5-step estimates along one episode that ended by a game over,
+    """Monte-Carlo, one-step and 5-step returns along one episode that ended by a game over,
     against the true action values Q(s_t, a_t) of the actions the episode took."""
     steps = len(rewards)
     ended = np.arange(steps) == steps - 1
     next_v_hat = np.append(v_hat[1:], 0.0)  # V-hat(s_{t+1}); unused after the terminal step
     fig, ax = _axes(8, 3.2)
-    ax.plot(q_true, "k-", linewidth=3, alpha=0.3, label="true $Q^\\pi(s_t, a_t)$")
+    ax.plot(q_true, "k-", linewidth=3, alpha=0.3, label="true $Q(s_t, a_t)$")
     for name, n, style in [
         ("Monte-Carlo $G_t$", None, "-"),
-        ("one-step target", 1, "--"),
+        ("one-step return", 1, "--"),
         ("5-step return", 5, ":"),
     ]:
         estimate = [n_step_target(rewards, next_v_hat, ended, t, n) for t in range(steps)]
         ax.plot(estimate, style, label=name)
-    title = "Estimates of $Q^\\pi(s_t, a_t)$ along one episode"
+    title = "Estimates of $Q(s_t, a_t)$ along one episode"
     ax.set(xlabel="step t", ylabel="return after step t", title=title)
     ax.legend(fontsize=8)
     return fig
@@ -208,7 +247,7 @@ def show_lambda(result: BiasVariance, lam):
     left.axvline(0, color="k")
     left.axvline(errors.mean(), color="tab:red", linestyle="--", label=f"mean {errors.mean():+.2f}")
     left.set(
-        xlabel="$\\hat Q_\\lambda - Q^\\pi$",
+        xlabel="$\\hat Q_\\lambda - Q$",
         ylabel="rollouts",
         title=f"$\\lambda$ = {result.lambdas[i]:.2f}",
     )
@@ -276,7 +315,7 @@ def draw_rollout_timeline():
         (
             13,
             "tab:orange",
-            "truncated (time limit):\nbootstrap\n$r_{13} + \\gamma \\hat V(s^{final})$",
+            "truncated (time limit): bootstrap\nfrom the final observation\n$r_{13} + \\gamma \\hat V(s^{\\mathrm{final}})$",
         ),
         (19, "tab:green", "rollout cut:\nbootstrap\n$r_{19} + \\gamma \\hat V(s_{20})$"),
     ]:
@@ -309,7 +348,7 @@ def draw_rollout_timeline():
 def plot_time_limit_targets(v_true, bootstrapped, as_game_over, limit):
     """The critic's targets on an episode cut by a time limit, handled both ways."""
     fig, ax = _axes(8, 3)
-    ax.plot(v_true, "k-", linewidth=3, alpha=0.3, label="true $V^\\pi(s_t)$ (the game goes on)")
+    ax.plot(v_true, "k-", linewidth=3, alpha=0.3, label="true $V(s_t)$ (the game goes on)")
     ax.plot(
         bootstrapped,
         "o-",
