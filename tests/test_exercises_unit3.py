@@ -476,12 +476,14 @@ def _returns_with(mistake):
         for t in steps:
             if mistake == "without own reward":
                 out[t] = gamma * following
+            if mistake == "store before adding":
+                out[t] = following
             following = (
                 gamma * (rewards[t] + following)
                 if mistake == "discounts own reward"
                 else rewards[t] + (1.0 if mistake == "no discount" else gamma) * following
             )
-            if mistake != "without own reward":
+            if mistake not in ("without own reward", "store before adding"):
                 out[t] = following
         return out.tolist() if mistake == "a list" else out
 
@@ -495,6 +497,7 @@ def _returns_with(mistake):
         ("reversed order", "or the right returns in reverse order"),  # [1, 1, 1] tells no more
         ("rewards only", "each G_t is just r_t"),
         ("without own reward", "each G_t leaves out r_t itself"),
+        ("store before adding", "you store G_t before adding r_t"),
         ("discounts own reward", "you discount r_t too"),
         ("no discount", "without gamma"),
         ("integers", "your returns are integers"),

@@ -50,11 +50,6 @@ def _first_step_missed(rewards: np.ndarray, gamma: float) -> np.ndarray:
     return out
 
 
-def _stored_one_late(rewards: np.ndarray, gamma: float) -> np.ndarray:
-    right = _backwards(rewards, gamma)  # G_t written into index t - 1 on the way back
-    return np.append(right[1:], 0.0)
-
-
 MISTAKES = {
     "forwards": (
         _forwards,
@@ -68,19 +63,17 @@ MISTAKES = {
         "each G_t is just r_t: nothing is carried back from later steps; keep a running sum "
         "from the last step backwards, G_t = r_t + gamma * G_(t+1)",
     ),
+    # the first case, rewards [1, 1, 1], gives the same numbers for both slips
     "last step missed": (
         _last_step_missed,
-        "the last step's return is 0: your loop stops before step T-1 (range(T - 1)?); "
-        "reversed(range(len(rewards))) visits every step",
+        "each G_t holds G_(t+1) and the last is 0: you store G_t before adding r_t, or your loop "
+        "stops before step T-1 (range(T - 1)?); add r_t first, then store, for every step of "
+        "reversed(range(len(rewards)))",
     ),
     "first step missed": (
         _first_step_missed,
         "the first step's return is 0: your loop stops before step 0 (range(T - 1, 0, -1)?); "
         "reversed(range(len(rewards))) visits every step",
-    ),
-    "stored one late": (
-        _stored_one_late,
-        "each G_t sits one place early (G_(t+1) stored at index t); store G_t at index t",
     ),
     "without own reward": (
         _without_own_reward,
