@@ -198,15 +198,18 @@ RUN_CELLS = """async (indices) => {
 
 
 def panel_cells(path: Path) -> list[int]:
-    """The indices of the panel cells of notebook 04's section 7 (your own Pong agent), after the
-    cells that define the names they use (FAST, PONG: constants in capitals), so that they run
+    """The indices of the panel cells of notebook 04's core path (your own Pong agent: the settings
+    and training panels where its training starts, the gameplay panel where it is watched), after
+    the cells that define the names they use (FAST, PONG: constants in capitals), so that they run
     alone, in a fresh kernel."""
     cells = nbformat.read(path, as_version=4).cells
-    headings = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## ")]
-    start = next(i for i in headings if cells[i].source.startswith("## 7."))
-    end = min([i for i in headings if i > start] or [len(cells)])
+    end = next(
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "markdown" and c.source.startswith("## Summary")
+    )  # the optional sections after the Summary hold panels of their own (Breakout)
     code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
-    panels = [i for i in code if start < i < end and "Panel(" in cells[i].source]
+    panels = [i for i in code if i < end and "Panel(" in cells[i].source]
     names = set(re.findall(r"\b[A-Z][A-Z_]{2,}\b", "\n".join(cells[i].source for i in panels)))
     defining = [
         i
@@ -228,7 +231,7 @@ def kernel_children(server_pid: int) -> list[psutil.Process]:
 
 @pytest.mark.slow
 def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
-    """Start the Pong run of notebook 04's last section from its training panel (fast mode: a
+    """Start the Pong run of notebook 04's core path from its training panel (fast mode: a
     1-minute budget), watch the live curve redraw, Stop it, and find no child process of the kernel
     left; then play the run's checkpoint in the gameplay panel."""
     base, token, server_pid = jupyter_lab

@@ -127,6 +127,7 @@ def test_private_adams_cancel_and_a_shared_one_follows_the_sum():
     assert abs(private[-1]) < 0.05 < -shared[-1]
     ax = figures.plot_private_vs_shared(updates=50).axes[0]
     assert len(ax.lines) == 2 and "step counts [25, 25]" in ax.get_legend().texts[0].get_text()
+    assert "their sum, +0.8, should move it down" in ax.get_title()  # against the gradient
 
 
 def test_only_shared_adam_state_survives_a_step_in_a_child():

@@ -237,7 +237,11 @@ def plot_private_vs_shared(updates: int = 200) -> Figure:
         path, counts = alternate_updates(shared, updates)
         ax.plot(path, label=f"{name}: step counts {counts}, final weight {path[-1]:+.2f}")
     ax.set(xlabel="update (A, B, A, B, ...)", ylabel="the weight")
-    ax.set_title("gradients +1.0 (worker A) and -0.2 (worker B): their sum says 'go down'")
+    # an optimizer steps against the gradient: a positive sum moves the weight down
+    ax.set_title(
+        "gradients +1.0 (worker A) and -0.2 (worker B): their sum, +0.8, should move it down",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     return figure
 
