@@ -148,7 +148,7 @@ def plot_testbed_episode():
     data = testbed()
     lengths = [len(e["rewards"]) for e in data["episodes"]]
     print(f"{len(lengths)} games of the fixed policy lasted {lengths} steps.")
-    print(f"The figure follows game {FOLLOWED + 1} ({lengths[FOLLOWED]} steps).")
+    print(f"The figure follows game number {FOLLOWED + 1}, counted from 1 ({lengths[FOLLOWED]} steps).")
     return plot_estimates(data["rewards"], data["q_true"], data["v_hat"])
 
 
