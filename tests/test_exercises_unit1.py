@@ -541,3 +541,15 @@ def test_each_exercise_has_three_hints_from_the_idea_to_a_sketch(exercise_id):
     hints = unit1.HINTS[exercise_id]
     assert len(hints) == 3 and all(isinstance(h, str) and h for h in hints)
     assert "sketch" in hints[2].lower()
+
+
+def test_1_1_a_grey_cut_to_uint8_without_rounding_is_named(capsys):
+    def preprocess_frame(frame, rows, size=42):
+        grey = (frame[rows[0] : rows[1]] @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)
+        small = cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA)
+        return (small.astype(np.float32) / 255.0)[None]
+
+    assert not unit1.check_preprocess_frame(preprocess_frame)
+    out = capsys.readouterr().out
+    assert "likely cause: you turn the weighted sum into uint8 with .astype alone" in out
+    assert "two at once" not in out

@@ -36,6 +36,11 @@ FRAME_MISTAKES: dict[str, tuple[dict, str]] = {
         "you resize with nearest neighbour, which keeps one screen pixel in 15; pass "
         "interpolation=cv2.INTER_AREA, which averages all of them",
     ),
+    "truncated grey": (
+        {"grey": "truncated"},
+        "you turn the weighted sum into uint8 with .astype alone, which cuts off the fraction "
+        "(201.9 becomes 201); round it first: np.round(crop @ LUMA).astype(np.uint8)",
+    ),
     "no crop": (
         {"crop": False},
         "you resize the whole screen, score bar included; crop the play area first "
@@ -73,6 +78,8 @@ def preprocess_with_mistake(
     crop = np.ascontiguousarray(frame[first:last])
     if grey == "mean":
         image = crop.astype(np.float32).mean(axis=-1)
+    elif grey == "truncated":
+        image = (crop @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)
     else:
         image = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
     small = cv2.resize(image, (size, size), interpolation=interpolation)
