@@ -235,13 +235,13 @@ def check_skip_frames(skip_frames: Callable) -> bool:
         ("4 frames, rewards 1, 0, 4, 0", script([1.0, 0.0, 4.0, 0.0]), 4),
         ("skip=2, a sprite on one frame only", script([0.0, 0.0]), 2),
         ("skip=1 (no pooling: the frame itself)", script([7.0]), 1),
-        ("the game ends on the 2nd frame", script([1.0, 1.0, 9.0, 9.0], end_at=1), 4),
+        ("a game that ends on its 2nd frame", script([1.0, 1.0, 9.0, 9.0], end_at=1), 4),
         (
             "a time limit on the 1st frame",
             script([2.0, 9.0, 9.0, 9.0], end_at=0, flag="truncated"),
             4,
         ),
-        ("the game ends on the 4th frame", script([0.0, 0.0, 1.0, 1.0], end_at=3), 4),
+        ("a game that ends on its 4th frame", script([0.0, 0.0, 1.0, 1.0], end_at=3), 4),
         ("skip=3", script([0.0, 1.0, 1.0]), 3),
     ]
     cases = [Case(d, (s, k), reference_skip_frames(s, k)) for d, s, k in scripts]
