@@ -30,6 +30,12 @@ def synthetic_grey(ball_at=(120, 80)):
     return grey
 
 
+def test_watch_trained_agent_prints_its_record_and_returns_a_video(capsys):
+    video = figures.watch_trained_agent("breakout", max_steps=5)
+    assert capsys.readouterr().out.startswith("breakout: mean score ")
+    assert "<video" in video._repr_html_() or "<img" in video._repr_html_()
+
+
 def test_goal_curves_draw_one_panel_per_game_with_the_band_and_median():
     figure = figures.plot_goal_curves(["pong"])
     (ax,) = figure.axes
@@ -84,6 +90,22 @@ def test_plot_resizing_shows_both_methods_around_the_ball(scripted):
     assert all(len(ax.patches) == 1 for ax in figure.axes)  # the circle on the ball
 
 
+def test_plot_resizing_centres_each_circle_on_the_ball_that_row_shows():
+    greys = [synthetic_grey((120, column)) for column in range(60, 64)]
+    figure = figures.plot_resizing(greys, ROWS)
+    lost = 0
+    for ax in figure.axes:
+        image, (x, y) = ax.images[0].get_array(), ax.patches[0].center
+        row, column = int(np.rint(y)), int(np.rint(x))
+        if image[row, column] == 0:  # no ball under the circle: lost, its surroundings black too
+            assert (
+                ax in figure.axes[4:]
+                and image[row - 2 : row + 3, column - 2 : column + 3].max() == 0
+            )
+            lost += 1
+    assert 0 < lost < 4  # nearest neighbour loses the ball at some columns only
+
+
 def test_plot_flicker_pools_each_frame_with_the_one_before():
     screens = [np.full((210, 160, 3), t, np.uint8) for t in range(5)]
     screens[3][150, 50] = 255  # a sprite drawn on frame 3 only
@@ -95,7 +117,8 @@ def test_plot_flicker_pools_each_frame_with_the_one_before():
         "max(3, 4)",
     ]
     pooled = figure.axes[3].images[0].get_array()  # max(3, 4): the sprite survives
-    assert pooled[50, 30].tolist() == [255, 255, 255]
+    assert pooled.shape == (56, 24, 3)  # zoomed on rows 140-195, columns 30-53
+    assert pooled[10, 20].tolist() == [255, 255, 255]
 
 
 def test_the_scripted_player_plays_a_whole_game_and_its_route_replays_exactly():

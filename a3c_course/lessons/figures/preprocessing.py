@@ -22,6 +22,27 @@ BALL_ROWS, BALL_COLUMNS = slice(93, 189), slice(8, 152)
 # -- the goal --------------------------------------------------------------------------------------
 
 
+def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int = 3, width=240):
+    """Print the shipped agent's record (mean score, training minutes, machine) and return a video
+    of it playing `max_steps` steps of `game`, for the notebook to show."""
+    import tempfile
+    from pathlib import Path
+
+    from a3c_course.lessons import pretrained
+    from a3c_course.lessons.play import play_episodes
+    from a3c_course.lessons.video import captioned_frames, show_video, write_video
+
+    card = pretrained.card(game)  # the agent's record: its training and its scores
+    scores, minutes = card["evaluation"], card["training"]["minutes"]
+    print(
+        f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} games, "
+        f"after {minutes:.0f} minutes of training on {card['machine']}"
+    )
+    played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)
+    folder = Path(tempfile.mkdtemp(prefix=f"a3c-{game}-"))
+    return show_video(write_video(captioned_frames(played), folder / f"{game}.mp4"), width=width)
+
+
 def plot_goal_curves(games: Sequence[str] | None = None, by: str = "minutes"):
     """One panel per game with shipped reference runs: the band of the course's runs' training
     scores (min to max, median line) against wall-clock minutes or agent steps."""
@@ -107,11 +128,12 @@ def ball_losses(
     lines = []
     for name in methods:
         traces = [ball_trace(grey, rows, getattr(cv2, name)) for grey in greys]
-        traces = np.array([t for t in traces if t is not None])  # the frames with the ball in flight
+        traces = np.array([t for t in traces if t is not None])  # the frames with the ball flying
         seen = traces[traces > 0]
         lines.append(
-            f"{name:13s}: ball lost in {np.mean(traces == 0):4.0%} of {len(traces)} frames; "
-            f"where seen, brightness {seen.min():.2f} to {seen.max():.2f}"
+            f"{name:13s}: ball lost in {np.mean(traces == 0):4.0%} of {len(traces)} frames "
+            f"(with the ball between bricks and paddle); where seen, brightness {seen.min():.2f} to "
+            f"{seen.max():.2f}"
         )
     return "\n".join(lines)
 
@@ -125,23 +147,35 @@ def plot_resizing(
 ):
     """Consecutive grey frames (the first is step `first_step`) resized two ways (top: INTER_AREA,
     bottom: INTER_NEAREST), each shown as the (2 half + 1)-pixel square of the small picture around
-    the ball, with a circle on the ball: a lost ball leaves the circle empty."""
+    the ball, with a circle on the ball: centred on the ball's trace in that small picture (the
+    pixels the ball changes, weighted by how much), or, where the ball is lost, on where the ball
+    would be (its screen position scaled down), left empty."""
     methods = {"INTER_AREA": cv2.INTER_AREA, "INTER_NEAREST": cv2.INTER_NEAREST}
     figure, axes = plt.subplots(
         2, len(greys), figsize=(1.3 * len(greys), 3.0), squeeze=False, layout="constrained"
     )
     top, bottom = rows
     for column, grey in enumerate(greys):
-        ball_y, ball_x = np.argwhere(ball_mask(grey)).mean(axis=0)
+        mask = ball_mask(grey)
+        ball_y, ball_x = np.argwhere(mask).mean(axis=0)
         y, x = (ball_y - top + 0.5) * size / (bottom - top), (ball_x + 0.5) * size / grey.shape[1]
         y0, x0 = int(y) - half, int(x) - half  # the square's corner, in small-picture pixels
+        erased = np.where(mask, 0, grey).astype(np.uint8)  # the same frame without the ball
         for row, (name, method) in enumerate(methods.items()):
             small = cv2.resize(grey[top:bottom], (size, size), interpolation=method)
+            without = cv2.resize(erased[top:bottom], (size, size), interpolation=method)
+            trace = np.clip(small.astype(int) - without, 0, None)  # what the ball adds
+            if trace.any():  # the circle's centre, in pixel indices of the small picture
+                weights = trace[trace > 0, None] / trace.sum()
+                centre_y, centre_x = (np.argwhere(trace) * weights).sum(axis=0)
+            else:
+                centre_y, centre_x = y - 0.5, x - 0.5
             padded = np.pad(small, half)  # black beyond the edges
             ax = axes[row, column]
             ax.imshow(padded[y0 + half : y0 + 3 * half + 1, x0 + half : x0 + 3 * half + 1],
                       cmap="gray", vmin=0, vmax=255)  # fmt: skip
-            ax.add_patch(plt.Circle((x - x0 - 0.5, y - y0 - 0.5), 1.8, fill=False, color="tab:red"))
+            circle = plt.Circle((centre_x - x0, centre_y - y0), 1.8, fill=False, color="tab:red")
+            ax.add_patch(circle)
             ax.set_xticks([]), ax.set_yticks([])
             ax.set_title(f"step {first_step + column}" if row == 0 else "", fontsize=8)
             if column == 0:
@@ -154,11 +188,20 @@ def plot_resizing(
 
 
 def plot_flicker(
-    screens: Sequence[np.ndarray], times: Sequence[int], strip=(slice(100, 200), slice(20, 80))
+    screens: Sequence[np.ndarray], times: Sequence[int], strip=(slice(140, 196), slice(30, 54))
 ):
     """Top row: the frames at `times`, one at a time; bottom row: the pixel-wise maximum of each
-    frame and the one before it. `strip` is the (rows, columns) part of the screen to show."""
-    figure, axes = plt.subplots(2, len(times), figsize=(1.5 * len(times), 4.2), squeeze=False)
+    frame and the one before it. `strip` is the (rows, columns) part of the screen to show: by
+    default Space Invaders' 56 x 24 pixels around the player's cannon, its laser and one shield,
+    zoomed so that a 1-pixel line stands out."""
+    rows, columns = (
+        len(range(*s.indices(n))) for s, n in zip(strip, screens[0].shape[:2], strict=True)
+    )
+    panel = 1.2  # inches per panel's width
+    figure, axes = plt.subplots(
+        2, len(times), figsize=(panel * len(times), 2 * panel * rows / columns + 0.6),
+        squeeze=False, layout="constrained",
+    )  # fmt: skip
     for i, t in enumerate(times):
         axes[0, i].imshow(screens[t][strip])
         axes[0, i].set_title(f"frame {t}", fontsize=9)
