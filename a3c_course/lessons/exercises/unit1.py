@@ -40,7 +40,7 @@ HINTS = {
         "steps in that order, with <code>rows</code> and <code>size</code> in place of Breakout's "
         "numbers.",
         "Crop with <code>frame[top:bottom]</code> (<code>top, bottom = rows</code>); grey with "
-        "<code>@ LUMA</code>, rounded and made <code>uint8</code>; resize with "
+        "<code>@ LUMA</code> (rounded, if you make it <code>uint8</code>); resize with "
         "<code>cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)</code> (the size is "
         "(width, height)); divide by 255.",
         "A sketch: <code>crop -> grey -> small = resize(grey) -> small as float32 / 255 -> add a "

@@ -131,7 +131,7 @@ def ball_losses(
         traces = np.array([t for t in traces if t is not None])  # the frames with the ball flying
         seen = traces[traces > 0]
         lines.append(
-            f"{name:13s}: ball lost in {np.mean(traces == 0):4.0%} of {len(traces)} frames "
+            f"{name:13s}: ball lost in {np.mean(traces == 0):4.0%} of {len(traces)} screens "
             f"(with the ball between bricks and paddle); where seen, brightness {seen.min():.2f} to "
             f"{seen.max():.2f}"
         )
