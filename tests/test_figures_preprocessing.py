@@ -76,7 +76,7 @@ def test_ball_losses_count_the_frames_where_each_method_loses_the_ball():
     greys.append(np.zeros((210, 160), np.uint8))  # no ball in flight: not counted
     area, nearest = figures.ball_losses(greys, ROWS).splitlines()
     assert area.startswith("INTER_AREA") and "lost in   0% of 4 screens" in area
-    assert nearest.startswith("INTER_NEAREST") and "of 4 frames" in nearest
+    assert nearest.startswith("INTER_NEAREST") and "of 4 screens" in nearest
     assert "lost in   0%" not in nearest and f"to {110 / 255:.2f}" in nearest
 
 
