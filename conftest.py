@@ -19,6 +19,8 @@ SLOWEST_FIRST = [
     "notebooks/05_beyond_one_machine.ipynb",
     "notebooks/04_async_training.ipynb",
     "tests/test_widgets.py",
+    "tests/test_evaluate.py",
+    "tests/test_run_faults.py",
 ]
 
 

@@ -116,10 +116,10 @@ def test_unknown_game_names_the_choices():
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("game", SHIPPED)
 def test_the_agent_beats_a_random_player_by_far(game):
-    # Two full games with random no-op starts (seeds the card's evaluation did not use), sticky
-    # actions 0.25. Measured: pong +17.0 (2026-12-06; random -20.7), breakout 279.5 (2026-12-05;
-    # random 1.7).
-    result = evaluate(pretrained.checkpoint(game), episodes=2, seed=100)
+    # One full game with random no-op starts (a seed the card's evaluation did not use), sticky
+    # actions 0.25: the margins are wide enough for one. Measured: pong +17 (2026-12-06; random
+    # -20.7), breakout 225 (2026-12-06; random 1.7).
+    result = evaluate(pretrained.checkpoint(game), episodes=1, seed=100)
     assert result.mean > RANDOM[game] + FAR_ABOVE_RANDOM[game], result.scores
     assert not any(result.capped)
 
