@@ -508,3 +508,20 @@ def test_3_1_each_known_mistake_is_named(mistake, words, capsys):
     assert unit3.check_discounted_returns(_returns_with(mistake)) is False
     assert words in capsys.readouterr().out
     assert unit3.check_discounted_returns(_returns_with("none")) is True
+
+
+def test_3_2_bootstrapping_from_the_next_episodes_first_value_is_named(capsys):
+    # values[t + 1] stands for the next state's value until a time limit resets the game
+    def gae_one_env(rewards, values, next_values, terminated, truncated, gamma, lam):
+        advantages, running = torch.zeros(len(rewards)), 0.0
+        for t in reversed(range(len(rewards))):
+            following = values[t + 1] if t + 1 < len(rewards) else next_values[t]
+            delta = rewards[t] + gamma * (0.0 if terminated[t] else following) - values[t]
+            running = delta + gamma * lam * (0.0 if terminated[t] or truncated[t] else running)
+            advantages[t] = running
+        return advantages
+
+    assert unit3.check_gae_one_env(gae_one_env) is False
+    out = capsys.readouterr().out
+    assert "likely cause: your TD error at step 2 bootstraps from values[3]" in out
+    assert "bootstrap from next_values[2]" in out

@@ -94,6 +94,7 @@ def _explicit_gae_and_returns(
     stop_at_game_over=True,
     stop_at_time_limit=True,
     reset_after_storing=False,
+    next_from_values=False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A_t = sum_k (gamma lam)^k delta_{t+k} and R_t = sum_k gamma^k r_{t+k} + gamma^n V(end),
     both walking forward from t and stopping after the step that ends the episode or the rollout.
@@ -101,7 +102,8 @@ def _explicit_gae_and_returns(
     The keywords give the right answer by default; changed, they give a learner's likely mistake
     (bootstrapping after a game over, not after a time limit, or carrying on across an end; or,
     written backwards, resetting the running sum only after storing the end step's value, which
-    cuts each sum one step early: before an end instead of after it)."""
+    cuts each sum one step early: before an end instead of after it; or values[t + 1] taken for the
+    next state's value, which after a reset is the next episode's first state)."""
     r, v, nv = (np.asarray(_as_array(x), dtype=float) for x in (rewards, values, next_values))
     term, trunc = (np.asarray(_as_array(x), dtype=bool) for x in (terminated, truncated))
     n = len(r)
@@ -110,7 +112,8 @@ def _explicit_gae_and_returns(
         for u in range(t, n):
             time_limit_cut = trunc[u] and not bootstrap_at_time_limit
             follows = bootstrap_at_game_over if term[u] else not time_limit_cut
-            bootstrap = nv[u] if follows else 0.0  # nothing follows a game over
+            after = v[u + 1] if next_from_values and u + 1 < n else nv[u]
+            bootstrap = after if follows else 0.0  # nothing follows a game over
             delta = r[u] + gamma * bootstrap - v[u]
             advantages[t] += (gamma * lam) ** (u - t) * delta
             returns[t] += gamma ** (u - t) * r[u]
@@ -277,6 +280,7 @@ MISTAKES = [
     ("bootstrap at a game over", dict(bootstrap_at_game_over=True), "terminated"),
     ("no bootstrap at a time limit", dict(bootstrap_at_time_limit=False), "truncated"),
     ("reset after storing", dict(reset_after_storing=True), "either"),
+    ("values[t+1]", dict(next_from_values=True), "truncated"),
 ]
 # {t}: the step of the largest gap (the index the verdict shows); {k}: the end it crosses.
 CAUSES = {
@@ -292,6 +296,9 @@ CAUSES = {
     "of step {k}, where an episode ends: that advantage still carries the next episode's, and the "
     "steps before it stop one step short of their episode's end (the largest gap is at step {t}); "
     "reset when you reach an end, before computing A_t there, not after storing it",
+    ("advantage", "values[t+1]"): "your TD error at step {k} bootstraps from values[{next}], "
+    "the value of the next episode's first observation (the game was reset after the time limit "
+    "at step {k}); bootstrap from next_values[{k}], the value of the final observation",
     ("return", "carry"): "your return at step {t} {gap}{across}: restart the running return "
     "there (from 0 after a game over, from next_values[{k}] after a time limit)",
     ("return", "bootstrap at a game over"): "your return at step {t} {gap} restarts from "
@@ -326,7 +333,7 @@ def likely_cause(case: Case, got, quantity: str) -> str | None:
             same = " (that same step)" * (t == k)
             across = f" carries across the episode end at step {k}{same} into the next episode"
             return CAUSES[quantity, mistake].format(
-                t=t, k=k, gap=f"(the largest gap in your {quantity}s)", across=across
+                t=t, k=k, next=k + 1, gap=f"(the largest gap in your {quantity}s)", across=across
             )
     return None
 
