@@ -49,11 +49,11 @@ def monte_carlo_values(states, rng, first_actions=None):
     return true_values(states, games, rng, first_actions=first_actions)
 
 
-FOLLOWED = 1  # section 3 follows the second recorded episode (47 steps)
+FOLLOWED = 1  # the testbed section follows the second recorded episode (47 steps)
 
 
 def testbed():
-    """Section 3's data, computed once: 20 recorded episodes of the fixed policy and, along the
+    """The testbed's data (Unit 3, optional), computed once: 20 recorded episodes of the fixed policy and, along the
     followed one, its rewards, its true values V(s_t) and action values Q(s_t, a_t) (Monte-Carlo
     estimates) and the imperfect critic's values V-hat(s_t)."""
     return _testbed(fast_mode())
@@ -143,7 +143,7 @@ def show_discount(gamma):
 
 
 def plot_testbed_episode():
-    """Section 3: prints the recorded episodes' lengths, and plots the estimates along the
+    """The testbed section: prints the recorded episodes' lengths, and plots the estimates along the
     followed one against its true action values."""
     data = testbed()
     lengths = [len(e["rewards"]) for e in data["episodes"]]

@@ -313,3 +313,17 @@ def scrub(episode, start: int = 40):
         display(figure)
 
     return widgets.VBox([slider, widgets.interactive_output(draw, {"step": slider})])
+
+
+def compare_resizing(rows: tuple[int, int], steps: int = 300, shown: slice = slice(6, 14)):
+    """Section 3.3's experiment in one call: the scripted player (`follow_the_ball`) plays `steps`
+    steps of Breakout; print how often each resizing loses the ball, and draw the `shown` steps
+    both ways (`plot_resizing`)."""
+    from a3c_course.a3c.envs import make_env
+    from a3c_course.lessons.video import record_episode
+
+    env = make_env("breakout", render_mode="rgb_array")
+    episode = record_episode(env, follow_the_ball(env), seed=2, max_steps=steps)
+    greys = [grey_of(screen) for screen in episode.frames]
+    print(ball_losses(greys, rows))
+    return plot_resizing(greys[shown], rows, first_step=shown.start)
