@@ -105,20 +105,21 @@ def terms_of(box: str) -> list[tuple[str, str]]:
     return out
 
 
-def definitions() -> list[Term]:
-    """Every box's every term, in reading order (a term may be defined again, or recalled)."""
+def definitions(markdown: list | None = None) -> list[Term]:
+    """Every box's every term, in reading order (a term may be defined again, or recalled);
+    markdown: cells() already read, else they are read here."""
     return [
         Term(term, definition, place)
-        for place, source in cells()
+        for place, source in (markdown if markdown is not None else cells())
         for box in boxes(source)
         for term, definition in terms_of(box)
     ]
 
 
-def glossary() -> list[Term]:
+def glossary(markdown: list | None = None) -> list[Term]:
     """Every term at its first definition, in reading order."""
     seen, found = set(), []
-    for entry in definitions():
+    for entry in definitions(markdown):
         if entry.term.lower() not in seen:
             seen.add(entry.term.lower())
             found.append(entry)
@@ -143,14 +144,15 @@ def pattern(term: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-]){body}(?![\w-])", re.IGNORECASE)
 
 
-def first_use(term: str, core_only: bool = False) -> tuple[Place, str] | None:
-    """Where the term first appears in prose (in the core path only, if core_only), with the
-    words around it."""
+def first_use(
+    term: str, texts: list[tuple[Place, str]], core_only: bool = False
+) -> tuple[Place, str] | None:
+    """Where the term first appears in texts, the cells' prose (in the core path only, if
+    core_only), with the words around it."""
     ordinary = [re.compile(p, re.IGNORECASE) for p in ORDINARY.get(term.lower(), [])]
-    for place, source in cells():
+    for place, text in texts:
         if core_only and place.optional:
             continue
-        text = prose(source)
         for phrase in ordinary:
             text = phrase.sub(" ", text)
         match = pattern(term).search(text)
@@ -163,10 +165,12 @@ def first_use(term: str, core_only: bool = False) -> tuple[Place, str] | None:
 def early_uses() -> list[str]:
     """One line per term used before the cell that defines it, and per term that the core path
     uses before any core cell defines it (a learner may skip every optional section)."""
-    problems, everything = [], definitions()
-    for entry in glossary():
+    markdown = list(cells())  # the notebooks read once, their prose extracted once
+    texts = [(place, prose(source)) for place, source in markdown]
+    problems, everything = [], definitions(markdown)
+    for entry in glossary(markdown):
         order = (entry.place.notebook, entry.place.cell)
-        use = first_use(entry.term)
+        use = first_use(entry.term, texts)
         if use and (use[0].notebook, use[0].cell) < order:
             problems.append(
                 f"{entry.term!r} defined in {entry.place.name()}, used first in "
@@ -175,7 +179,7 @@ def early_uses() -> list[str]:
             continue
         core = [d.place for d in everything if d.term.lower() == entry.term.lower()]
         core = [place for place in core if not place.optional]
-        use = first_use(entry.term, core_only=True)
+        use = first_use(entry.term, texts, core_only=True)
         if use and (not core or (use[0].notebook, use[0].cell) < (core[0].notebook, core[0].cell)):
             where = f"first in the core path in {core[0].name()}" if core else "only in optional depth"
             problems.append(
@@ -185,16 +189,14 @@ def early_uses() -> list[str]:
     return problems
 
 
-def headings() -> dict[Place, str]:
-    """The heading in force at each markdown cell (its own, or the last one above it)."""
+def headings(markdown: list) -> dict[Place, dict[int, str]]:
+    """The headings in force at each markdown cell, by level (its own, or the last ones above)."""
     found, current = {}, {}
-    for place, source in cells():
+    for place, source in markdown:
         for line in source.splitlines():
             if line.startswith("#"):
                 level, title = len(line) - len(line.lstrip("#")), line.lstrip("#").strip()
                 current = {k: v for k, v in current.items() if k < level} | {level: title}
-                if level == 1:
-                    current = {1: title}
         found[place] = current
     return found
 
@@ -206,9 +208,10 @@ def render() -> str:
         "Every word the course defines, in the order the course defines it, with the section where",
         "its *New words* box stands. Written by `tools/glossary.py write` from the boxes.",
     ]
-    titles, current = headings(), None
-    for entry in glossary():
-        path = reading_order()[entry.place.notebook]
+    markdown, order = list(cells()), reading_order()
+    titles, current = headings(markdown), None
+    for entry in glossary(markdown):
+        path = order[entry.place.notebook]
         if path != current:
             lines += ["", f"## [{titles[entry.place].get(1, path.stem)}]({path.name})", ""]
             current = path
