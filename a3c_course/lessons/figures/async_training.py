@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.optim import SharedAdam, make_shared_optimizer
-from a3c_course.a3c.worker import update_shared
+from a3c_course.a3c.worker import apply_gradient, update_shared
 from a3c_course.lessons.exercises import unit4
 from a3c_course.lessons.figures.decorrelation import (  # noqa: F401 (section 2's, called from here)
     Decorrelation,
@@ -164,9 +164,7 @@ def update_without_clearing(local_model, shared_model, optimizer, loss, max_grad
     local .grad, so each update hands over the sum of every rollout's gradient so far."""
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(local_model.parameters(), max_grad_norm)
-    for local, shared in zip(local_model.parameters(), shared_model.parameters(), strict=True):
-        shared.grad = local.grad
-    optimizer.step()
+    apply_gradient(shared_model, optimizer, [p.grad for p in local_model.parameters()])  # 4 and 5
     return float(norm)
 
 
