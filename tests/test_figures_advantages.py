@@ -62,14 +62,7 @@ def test_the_bias_variance_experiment_trades_bias_for_variance(episodes, capsys)
     assert np.allclose(lines[2].get_ydata(), result.mse)
     best = result.lambdas[result.mse.argmin()]
     assert np.allclose(lines[3].get_xdata(), best) and f"{best:.2f}" in lines[3].get_label()
-    # the table prints what the plot draws, under the same names: bias^2, variance, their sum
-    table = fig.bias_variance_table(result, every=1).splitlines()
-    assert table[0].split()[:3] == ["lambda", "bias^2", "variance"]
     assert "bias$^2$" in lines[0].get_label()
-    rows = np.array([[float(x) for x in row.split()] for row in table[1:-1]])
-    assert np.allclose(rows[:, 1], result.bias**2, atol=1e-3)
-    assert np.allclose(rows[:, 2], result.variance, atol=1e-3)
-    assert np.allclose(rows[:, 3], result.mse, atol=1e-3)
     hist = fig.show_lambda(result, 0.5)
     assert len(hist.axes) == 2 and "0.50" in hist.axes[0].get_title()
 

@@ -191,16 +191,6 @@ def plot_gae_weights(lambdas=(0.5, 0.9, 0.95), steps_left=20):
     return fig
 
 
-def bias_variance_table(result: BiasVariance, every=2) -> str:
-    """The plotted numbers as a table: bias squared, variance and their sum, the mean squared error."""
-    rows = ["lambda   bias^2   variance   mean squared error (= bias^2 + variance)"]
-    for i in range(0, len(result.lambdas), every):
-        row = (result.lambdas[i], result.bias[i] ** 2, result.variance[i], result.mse[i])
-        rows.append("{:<6.2f} {:8.3f} {:10.3f} {:12.3f}".format(*row))
-    best = result.lambdas[result.mse.argmin()]
-    return "\n".join([*rows, f"smallest mean squared error at lambda = {best:.2f}"])
-
-
 def plot_bias_variance(result: BiasVariance):
     """Bias squared, variance and their sum (the mean squared error) against lambda."""
     fig, ax = _axes(8, 3.5)
