@@ -19,6 +19,7 @@ from a3c_course.lessons.exercises.core import Case, close
 # ----------------------------------------------------------------------------------------------
 # 1.1 preprocess_frame(frame, rows, size): each mistake is (how the remake differs, the cause).
 
+LUMA = np.array([0.299, 0.587, 0.114])  # ITU-R BT.601: the weighted grey the messages name
 _CROP_FIX = "crop with frame[rows[0]:rows[1]] (a slice leaves out its end, so it keeps rows[1] - 1)"
 FRAME_MISTAKES: dict[str, tuple[dict, str]] = {
     "mean grey": (
@@ -79,7 +80,7 @@ def preprocess_with_mistake(
     if grey == "mean":
         image = crop.astype(np.float32).mean(axis=-1)
     elif grey == "truncated":
-        image = (crop @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)
+        image = (crop @ LUMA).astype(np.uint8)
     else:
         image = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
     small = cv2.resize(image, (size, size), interpolation=interpolation)
