@@ -54,8 +54,8 @@ HINTS = {
         "running value first (it belongs to the next episode); then compute delta_t and the new "
         "running value.",
         "A sketch of one step: <code>if terminated[t] or truncated[t]: following = 0.0</code>; "
-        "<code>bootstrap = 0.0 if terminated[t] else next_values[t]</code>; delta from "
-        "<code>rewards[t]</code>, <code>bootstrap</code> and <code>values[t]</code>; then "
+        "<code>bootstrap = 0.0 if terminated[t] else next_values[t]</code>; "
+        "<code>delta = rewards[t] + gamma * bootstrap - values[t]</code>; then "
         "<code>following = delta + (...) * following</code>, stored in <code>advantages[t]</code>.",
     ],
     "3.3": [
