@@ -9,9 +9,11 @@
    machine), each for --seconds with no evaluator and the course's defaults otherwise. Steady
    agent steps/s (between the first and the last loss report: start-up left out) and the mean
    staleness of the gradients (updates by other workers between a worker's pull and its push).
-3. The parameter server's costs per update for this network: the time to apply one gradient and
-   answer with the weights (ParameterServer.push in this process, no Ray), a Ray round trip of
-   the same push to a server actor on this machine, and the bytes one update moves.
+3. In each round too, the parameter server's costs per update for this network (their medians
+   are reported): the time to apply one gradient and copy the weights for the answer (in this
+   process, no Ray), a Ray round trip of the same push to a server actor on this machine as the
+   worker waits for it, the server's share of that round trip (the actor's own CPU time per
+   push), and the bytes one update moves.
 
 Writes <out>/ray_backend.json and <out>/ray_backend.md (the tables, the command, date and host).
 """
@@ -56,10 +58,13 @@ def raw_speed(game: str) -> float:
 def measure(args) -> dict:
     config = TrainConfig(game=args.game)
     runs: dict[str, list[dict]] = {}
+    costs: list[dict[str, float]] = []
     for round_index in range(args.repeats):
         for workers in args.workers:
             for backend in ("hogwild", "ray"):
-                speed = trainer_speed(config.replace(workers=workers, backend=backend), args.seconds)
+                speed = trainer_speed(
+                    config.replace(workers=workers, backend=backend), args.seconds
+                )
                 key = f"{backend}-{workers}"
                 runs.setdefault(key, []).append(
                     {"steps_per_s": speed.steps_per_s, "staleness": speed.staleness}
@@ -70,7 +75,12 @@ def measure(args) -> dict:
                     f"{speed.steps_per_s:,.0f} steps/s, staleness {staleness}",
                     flush=True,
                 )
-    return {"runs": runs, "costs": measure_server_costs(config, args.updates)}
+        costs.append(measure_server_costs(config, args.updates))
+        print(f"round {round_index + 1}, server costs: {costs[-1]}", flush=True)
+    return {
+        "runs": runs,
+        "costs": {key: statistics.median(c[key] for c in costs) for key in costs[0]},
+    }
 
 
 def table(args, result: dict) -> str:
@@ -103,7 +113,8 @@ def table(args, result: dict) -> str:
         f"environments x {config.rollout_steps} steps): apply the gradient "
         f"{costs['apply_s'] * 1e3:.2f} ms, copy the weights for the answer "
         f"{costs['reply_s'] * 1e3:.2f} ms (in-process); a Ray round trip of one push on this "
-        f"machine {costs['round_trip_s'] * 1e3:.2f} ms; the gradient in and the weights out "
+        f"machine {costs['round_trip_s'] * 1e3:.2f} ms, of which the server's own CPU time "
+        f"{costs['server_push_s'] * 1e3:.2f} ms; the gradient in and the weights out "
         f"{costs['model_bytes'] / 1e6:.3f} MB each.",
         "",
         *scaling_table(result, config, min(args.workers)),
@@ -118,7 +129,10 @@ def scaling_table(result: dict, config: TrainConfig, workers: int) -> list[str]:
     return [
         f"Scaling model (a3c_course/measure/scaling.py), a worker at {ray_speed / workers:,.0f} agent "
         f"steps/s (the Ray runs with {workers} workers here), {model.updates_per_worker:.1f} "
-        "updates/s each:",
+        f"updates/s each; the server's time per update {model.apply_s * 1e3:.2f} ms to apply, "
+        f"{model.reply_s * 1e3:.2f} ms to copy, {model.ray_s * 1e3:.2f} ms for Ray's part "
+        "(measured); links assumed full duplex, the server's the only bottleneck, shards each "
+        "with its own link:",
         "",
         limits_table(model),
     ]

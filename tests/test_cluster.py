@@ -225,3 +225,17 @@ def test_a_checkpoint_moves_between_the_backends(two_nodes, tmp_path, capsys):
     assert min(steps) < 3_000 < 6_000 < max(steps)  # one history across the three sessions
     optimizer_state = torch.load(tmp_path / "run" / "optimizer.pt", weights_only=False)
     assert float(next(iter(optimizer_state["state"].values()))["step"]) > 0
+
+
+def test_the_server_share_of_a_push_is_measured_on_the_running_ray(two_nodes):
+    """measure_server_costs with a Ray already up (a notebook's): a push's round trip and the
+    server actor's own CPU time per push are both measured, and the Ray it found stays up."""
+    from a3c_course.measure.scaling import ScalingModel, measure_server_costs
+
+    config = TrainConfig(**CARTPOLE)
+    costs = measure_server_costs(config, updates=20)
+    assert costs["round_trip_s"] > 0 and costs["server_push_s"] > 0, costs
+    assert ray.is_initialized()
+    model = ScalingModel.from_costs(costs, 1_000.0, config)
+    in_process = costs["apply_s"] + costs["reply_s"]
+    assert model.ray_s == pytest.approx(max(0.0, costs["server_push_s"] - in_process))

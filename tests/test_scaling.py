@@ -55,3 +55,18 @@ def test_a_model_from_measured_costs_counts_a_rollout_of_every_environment():
     costs = {"apply_s": 2e-3, "reply_s": 1e-3, "model_bytes": 600_000.0}
     model = ScalingModel.from_costs(costs, 1_400, TrainConfig(envs_per_worker=4, rollout_steps=5))
     assert model == ScalingModel(2e-3, 1e-3, 600_000, 1_400, steps_per_update=20)
+    # with the server's time per push through Ray, Ray's part is what it spends beyond the two
+    through_ray = ScalingModel.from_costs({**costs, "server_push_s": 7e-3}, 1_400, TrainConfig())
+    assert through_ray.ray_s == pytest.approx(4e-3)
+
+
+def test_rays_part_of_a_push_lowers_the_compute_limit_only():
+    with_ray = ScalingModel(2e-3, 1e-3, 600_000, 1_400, steps_per_update=160, ray_s=2e-3)
+    assert with_ray.compute_limit == pytest.approx(1 / 5e-3)  # 200 updates/s
+    assert with_ray.network_limit(1.0) == MODEL.network_limit(1.0)  # 208.3: now the server binds
+    assert with_ray.bottleneck(1.0) == "compute"
+    assert with_ray.max_workers(1.0) == pytest.approx(200 / 8.75)  # 22.9
+    # weights every 4th update save a quarter of the copies; Ray's part stays
+    assert with_ray.sending_weights_every(4).compute_limit == pytest.approx(1 / 4.25e-3)
+    with pytest.raises(ValueError, match="ray_s must be >= 0, got -1"):
+        ScalingModel(2e-3, 1e-3, 600_000, 1_400, steps_per_update=160, ray_s=-1)

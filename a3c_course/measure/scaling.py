@@ -4,9 +4,14 @@ Each update moves one gradient to the server and one set of weights back (traini
 the server the time to apply the gradient and to copy the weights for the answer. One server
 then saturates at the first of two limits:
 
-    compute: 1 / (apply_s + reply_s) updates/s
+    compute: 1 / (apply_s + reply_s + ray_s) updates/s
     network: link bytes/s / model_bytes updates/s (full duplex: gradients in and weights out
              travel in opposite directions, so each direction carries one model per update)
+
+ray_s is Ray's part of the server's time: taking the call, deserialising the gradient and
+serialising the answer. measure_server_costs measures it as the server actor's own CPU time per
+push through Ray, less the apply and the copy; without it (ray_s 0) the model counts only the
+in-process work, and its compute ceiling is an upper bound.
 
 A worker makes worker_steps_per_s / steps_per_update updates/s, so the limit in workers is the
 limit in updates/s divided by that, and the cluster's agent steps/s at saturation is the limit in
@@ -14,7 +19,9 @@ updates/s times steps_per_update.
 
 What would raise the limits:
 - k shards (each parameter on one of k servers, every worker talking to all of them): each shard
-  applies and sends 1/k of the model, so both limits grow k times;
+  applies and sends 1/k of the model, so both limits grow k times, assuming each shard has its
+  own link (k shards behind one link share its bytes/s) and Ray's per-call cost splits k ways
+  too (it does not quite: each shard takes a call per update);
 - weights sent every m-th update instead of every one: the copy for the answer shrinks to 1/m
   (compute limit), but the gradients still arrive in full at every update, so the network limit
   does not move; the gradients' staleness grows, by up to m - 1 of the worker's own updates.
@@ -46,11 +53,14 @@ class ScalingModel:
     steps_per_update: int  # envs_per_worker x rollout_steps
     shards: int = 1
     weights_every: int = 1  # the server answers with the weights every this many updates
+    ray_s: float = 0.0  # the server's time per update for Ray's part of a push (measured, or 0)
 
     def __post_init__(self) -> None:
         for name in ("apply_s", "reply_s", "worker_steps_per_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if not self.ray_s >= 0:
+            raise ValueError(f"ray_s must be >= 0, got {self.ray_s!r}")
         for name in ("model_bytes", "steps_per_update", "shards", "weights_every"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
@@ -59,13 +69,17 @@ class ScalingModel:
     def from_costs(
         cls, costs: dict[str, float], worker_steps_per_s: float, config: TrainConfig
     ) -> ScalingModel:
-        """The model of config's network from measure_server_costs' output and one worker's speed."""
+        """The model of config's network from measure_server_costs' output and one worker's speed;
+        with the server's time per push through Ray (server_push_s), Ray's part is what it
+        spends beyond the apply and the copy."""
+        in_process = costs["apply_s"] + costs["reply_s"]
         return cls(
             apply_s=costs["apply_s"],
             reply_s=costs["reply_s"],
             model_bytes=int(costs["model_bytes"]),
             worker_steps_per_s=worker_steps_per_s,
             steps_per_update=config.envs_per_worker * config.rollout_steps,
+            ray_s=max(0.0, costs.get("server_push_s", in_process) - in_process),
         )
 
     @property
@@ -76,7 +90,7 @@ class ScalingModel:
     @property
     def compute_limit(self) -> float:
         """Updates/s the server(s) can apply and answer."""
-        per_update = self.apply_s + self.reply_s / self.weights_every
+        per_update = self.apply_s + self.reply_s / self.weights_every + self.ray_s
         return self.shards / per_update
 
     def network_limit(self, gbit_per_s: float) -> float:
@@ -139,9 +153,12 @@ def seconds_each(call: Callable[[], object], times: int) -> float:
 def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip: bool = True):
     """What a parameter server (training.parameter_server) spends per update on config's network:
     apply_s to apply one gradient, reply_s to copy the weights for the answer (both in this
-    process), and round_trip_s, a whole push through Ray to a server actor on this machine
-    (serialisation both ways included; only with ray_round_trip, which starts Ray for the
-    measurement); model_bytes, the size of one gradient or one set of weights."""
+    process); model_bytes, the size of one gradient or one set of weights. With ray_round_trip
+    (it starts Ray for the measurement): round_trip_s, a whole push through Ray to a server
+    actor on this machine as the worker waits for it (both sides' serialisation and the
+    scheduling included), and server_push_s, the server's share of it: the actor process's own
+    CPU time per push (taking the call, deserialising the gradient, applying it, copying and
+    serialising the answer), the time a server with a core of its own would be busy."""
     from a3c_course.training.backend import build_shared_model
 
     model = build_shared_model(config)
@@ -156,17 +173,39 @@ def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip
         "reply_s": seconds_each(server.pull, updates),
     }
     if ray_round_trip:
-        import ray
-
-        from a3c_course.training.ray_backend import ServerActor, start_ray  # Ray: optional
-
-        start_ray()
-        try:
-            actor = ray.remote(ServerActor).remote(config, model.architecture, weights, None, 0)
-            ray.get(actor.pull.remote())  # the actor is up
-            costs["round_trip_s"] = seconds_each(
-                lambda: ray.get(actor.push.remote(grads, 0, 0)), updates
-            )
-        finally:
-            ray.shutdown()
+        costs.update(ray_push_costs(config, model.architecture, weights, grads, updates))
     return costs
+
+
+def ray_push_costs(config: TrainConfig, architecture, weights, grads, updates: int) -> dict:
+    """A push through Ray to a server actor on this machine: round_trip_s as the worker waits for
+    it, and server_push_s, the actor process's own CPU time per push (all its threads, less what
+    they spend idle over as long a stretch). Uses the Ray already running, else starts one."""
+    import ray
+
+    from a3c_course.training.ray_backend import ServerActor, start_ray  # Ray: optional
+
+    class ClockedServer(ServerActor):
+        def cpu_seconds(self) -> float:
+            return time.process_time()
+
+    started = not ray.is_initialized()  # a notebook's Ray may be running: use it, leave it up
+    if started:
+        start_ray()
+    actor = ray.remote(ClockedServer).remote(config, architecture, weights, None, 0)
+    try:
+        ray.get(actor.pull.remote())  # the actor is up
+        cpu_before = ray.get(actor.cpu_seconds.remote())
+        round_trip_s = seconds_each(lambda: ray.get(actor.push.remote(grads, 0, 0)), updates)
+        cpu_pushing = ray.get(actor.cpu_seconds.remote()) - cpu_before
+        cpu_before = ray.get(actor.cpu_seconds.remote())
+        time.sleep(round_trip_s * updates)
+        cpu_idle = ray.get(actor.cpu_seconds.remote()) - cpu_before
+    finally:
+        ray.kill(actor)
+        if started:
+            ray.shutdown()
+    return {
+        "round_trip_s": round_trip_s,
+        "server_push_s": max(0.0, cpu_pushing - cpu_idle) / updates,
+    }

@@ -99,7 +99,8 @@ def scaling_summary(model: ScalingModel) -> str:
     """The model's inputs in one line, then where one server saturates (scaling.limits_table)."""
     return (
         f"server: {model.apply_s * 1e3:.2f} ms to apply a gradient, {model.reply_s * 1e3:.2f} ms "
-        f"to copy the weights; {model.model_bytes / 1e6:.2f} MB a gradient; a worker: "
+        f"to copy the weights, {model.ray_s * 1e3:.2f} ms for Ray's part (receiving the gradient, "
+        f"sending the answer); {model.model_bytes / 1e6:.2f} MB a gradient; a worker: "
         f"{model.worker_steps_per_s:,.0f} agent steps/s, {model.updates_per_worker:.1f} updates/s"
         f"\n\n{limits_table(model)}"
     )
