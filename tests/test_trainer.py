@@ -304,3 +304,15 @@ def test_an_error_in_on_metrics_stops_children_and_propagates(tmp_path):
         train(config, on_metrics=broken, progress=False)
     assert_no_children_left([])
     assert (tmp_path / "checkpoint.pt").exists()
+
+
+def test_after_a_stall_the_next_snapshot_is_one_interval_on_not_a_burst():
+    """Snapshots fall due at multiples of eval_interval_s; a run stopped for 4.5 intervals (a
+    machine asleep) takes one snapshot when it wakes and the next at the following multiple, not
+    the four it missed in a row (which bunched 5 snapshots within 800 agent steps)."""
+    from a3c_course.training.trainer import next_multiple
+
+    assert next_multiple(1.0, 1.0) == 2.0  # on time: the next multiple
+    assert next_multiple(5.5, 1.0) == 6.0  # woke at 5.5 s: due at 6, not at 2, 3, 4 and 5
+    assert next_multiple(119.9, 60.0) == 120.0
+    assert next_multiple(0.0, 60.0) == 60.0

@@ -147,6 +147,12 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
     return _Run(backend, out_dir, on_metrics, progress, point).execute()
 
 
+def next_multiple(now_s: float, interval_s: float) -> float:
+    """The first multiple of interval_s after now_s: after a stall (a machine asleep, a stopped
+    process) the next snapshot comes one interval on, not a burst of the ones missed."""
+    return (math.floor(now_s / interval_s) + 1) * interval_s
+
+
 class _Run:
     """The parent's side of one training run: start, watch, stop, save. How the workers run is the
     backend's (backend.Backend)."""
@@ -162,6 +168,7 @@ class _Run:
         self.best_path = out_dir / BEST_CHECKPOINT_NAME
         self.snapshots_dir = out_dir / SNAPSHOTS_NAME
         self.snapshots: list[Path] = []  # this session's, in order
+        self.next_snapshot_s = config.eval_interval_s  # session time of the next snapshot
         self.scores_after = config.eval_episodes > 0 and config.eval_mode == "after"
         self.training_s: float | None = None  # frozen when the workers stop
         self.out_dir, self.folder = out_dir, FolderWatch(out_dir)
@@ -309,10 +316,9 @@ class _Run:
     def maybe_snapshot(self) -> None:
         """Save a snapshot when this session's time passes the next multiple of eval_interval_s."""
         session_s = time.monotonic() - self.start
-        if self.scores_after and session_s >= self.config.eval_interval_s * (
-            len(self.snapshots) + 1
-        ):
+        if self.scores_after and session_s >= self.next_snapshot_s:
             self.save_snapshot()
+            self.next_snapshot_s = next_multiple(session_s, self.config.eval_interval_s)
 
     def save_snapshot(self) -> None:
         """Save the shared weights as the next snapshot, and the checkpoint with them (as a live
@@ -380,7 +386,9 @@ class _Run:
         except StorageError:
             pass
         steps, kept = self.backend.steps, what_is_kept(self.out_dir)
-        return type(error)(f"{error}. The run stopped at {steps:,} agent steps; {kept}", error.errno)
+        return type(error)(
+            f"{error}. The run stopped at {steps:,} agent steps; {kept}", error.errno
+        )
 
     def close_bar(self) -> None:
         """Show the final count and close the progress bar (closing twice does nothing)."""
