@@ -332,6 +332,25 @@ def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
     assert message in out
 
 
+def skip_frames_always_pools_two(env, action, skip=4):
+    total, frames = 0.0, []
+    for _ in range(skip):
+        frame, reward, terminated, truncated, info = env.step(action)
+        frames.append(frame)
+        total += reward
+        if terminated or truncated:
+            break
+    return np.maximum(frames[-2], frames[-1]), total, terminated, truncated, info
+
+
+def test_1_2_one_frame_error_names_its_cause(capsys):
+    """skip=1 leaves one frame: frames[-2] raises IndexError, and the verdict says why."""
+    assert not unit1.check_skip_frames(skip_frames_always_pools_two)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED [1.2] skip_frames_always_pools_two: IndexError")
+    assert "only one frame seen (skip=1" in out and "return that one frame as it is" in out
+
+
 def test_1_2_scripted_frames_really_blink():
     """The check is only meaningful if pooling two frames differs from either frame."""
     frames = unit1.blinking_frames(4, seed=13)

@@ -44,10 +44,12 @@ def test_goal_curves_draw_one_panel_per_game_with_the_band_and_median():
     assert ax.lines[0].get_ydata().min() == pytest.approx(-21, abs=1)  # it starts losing 21-0
 
 
-def test_show_frame_marks_the_kept_rows(scripted):
-    ax = figures.show_frame(scripted.frames[0], ROWS).axes[0]
-    assert ax.images[0].get_array().shape == (210, 160, 3)
-    assert [line.get_ydata()[0] for line in ax.lines] == [ROWS[0] - 0.5, ROWS[1] - 0.5]
+def test_plot_images_marks_the_kept_rows_on_the_raw_screen(scripted):
+    raw, small = scripted.frames[0], np.zeros((42, 42), np.uint8)
+    first, second = figures.plot_images([raw, small], ["raw", "small"], rows=ROWS).axes
+    assert first.images[0].get_array().shape == (210, 160, 3)
+    assert [line.get_ydata()[0] for line in first.lines] == [ROWS[0] - 0.5, ROWS[1] - 0.5]
+    assert not second.lines  # the kept rows are marked on the raw screen only
 
 
 def test_plot_images_scales_bytes_and_floats_alike():
@@ -104,6 +106,25 @@ def test_plot_resizing_centres_each_circle_on_the_ball_that_row_shows():
             )
             lost += 1
     assert 0 < lost < 4  # nearest neighbour loses the ball at some columns only
+
+
+def test_plot_stages_titles_each_stage_with_its_shape_and_marks_the_raw_screen(scripted):
+    stages = {"raw": scripted.frames[0], "scale": np.zeros((1, 42, 42), np.float32)}
+    raw, scaled = figures.plot_stages(stages, ROWS).axes
+    assert [raw.get_title(), scaled.get_title()] == ["raw (210, 160, 3)", "scale (1, 42, 42)"]
+    assert len(raw.lines) == 2 and not scaled.lines
+
+
+def test_record_screens_keeps_every_frame_and_repeats_with_the_seed():
+    import gymnasium as gym
+
+    def screens():
+        env = gym.make("ALE/SpaceInvaders-v5", frameskip=1, repeat_action_probability=0.0)
+        return figures.record_screens(env, steps=30, seed=0)
+
+    first, again = screens(), screens()
+    assert len(first) == 31 and first[0].shape == (210, 160, 3)  # the reset, then one per step
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
 
 
 def test_plot_flicker_pools_each_frame_with_the_one_before():

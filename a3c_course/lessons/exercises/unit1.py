@@ -8,8 +8,9 @@ Each check runs the learner's code on several inputs (real game frames and edge 
 with a reference written here independently: OpenCV's own grey conversion and resize for 1.1, a
 scripted emulator for 1.2 (`scripted_game.py`), and the formula of the original's NormalizedEnv for
 1.3. When 1.1 or 1.3 fails, `unit1_mistakes` names the likely cause: the known mistake whose
-output the learner's matches. HINTS holds each exercise's hints, from the idea to a close sketch
-(the notebook shows them one at a time).
+output the learner's matches; when 1.2 raises where only one frame was seen, it names why. HINTS
+holds each exercise's hints, from the idea to a close sketch (the notebook shows them one at a
+time).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from a3c_course.lessons.exercises.core import Case, check_cases, close, report
+from a3c_course.lessons.exercises.core import Case, NamedMistake, check_cases, close, report
 from a3c_course.lessons.exercises.scripted_game import (
     blinking_frames,
     compare_skip,
@@ -30,6 +31,7 @@ from a3c_course.lessons.exercises.scripted_game import (
 )
 from a3c_course.lessons.exercises.unit1_mistakes import (
     FIRST_FRAME_ZERO,
+    ONE_FRAME,
     frame_cause,
     normaliser_cause,
 )
@@ -245,7 +247,27 @@ def check_skip_frames(skip_frames: Callable) -> bool:
         ("skip=3", script([0.0, 1.0, 1.0]), 3),
     ]
     cases = [Case(d, (s, k), reference_skip_frames(s, k)) for d, s, k in scripts]
-    return check_cases("1.2", play_skip(skip_frames, _name(skip_frames)), cases, compare_skip)
+    play = play_skip(_naming_one_frame_errors(skip_frames), _name(skip_frames))
+    return check_cases("1.2", play, cases, compare_skip)
+
+
+def _naming_one_frame_errors(skip_frames: Callable) -> Callable:
+    """skip_frames, with an error it raises after the one frame a case allows (skip=1, or an
+    episode over at its first frame), such as IndexError from `frames[-2]`, reported with its cause
+    (NamedMistake) rather than as the case and the error alone."""
+
+    def run(env, action, skip=4):
+        try:
+            return skip_frames(env, action, skip=skip)
+        except (NotImplementedError, NamedMistake):
+            raise
+        except Exception as error:
+            if env.calls != 1 or reference_skip_frames(env.script, skip)["steps"] != 1:
+                raise
+            raise NamedMistake(f"{type(error).__name__} ({error}): {ONE_FRAME}") from error
+
+    run.__name__ = _name(skip_frames)
+    return run
 
 
 # ----------------------------------------------------------------------------------------------

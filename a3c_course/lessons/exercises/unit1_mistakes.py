@@ -1,4 +1,4 @@
-"""The mistakes the checks of 1.1 and 1.3 can name, and how each is recognised.
+"""The mistakes the checks of 1.1, 1.2 and 1.3 can name, and how each is recognised.
 
 Each known mistake is remade from the case's own input (the grey, crop or resize done the wrong
 way; the running statistics used in the wrong order), and the cause is named when the learner's
@@ -121,6 +121,13 @@ NORMALISER_MISTAKES: dict[str, str] = {
     "variance": "you average each frame's variance (obs.var()); average its standard deviation, "
     "obs.std()",
 }
+# 1.2 skip_frames: an error raised where only one frame was seen (skip=1, or an episode over at its
+# first frame), e.g. IndexError from frames[-2]: the cause, not just the case.
+ONE_FRAME = (
+    "with only one frame seen (skip=1, or an episode that ends at its first frame) there is no "
+    "second-last frame to pool: return that one frame as it is (e.g. `frames[-1]` when "
+    "len(frames) == 1)"
+)
 FIRST_FRAME_ZERO = (
     "your bias correction 1 - alpha**t is 0 at the first frame (t is still 0): add 1 to t, and "
     "update the averages with the frame, before you normalise it"

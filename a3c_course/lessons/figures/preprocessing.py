@@ -28,6 +28,8 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
     import tempfile
     from pathlib import Path
 
+    import torch
+
     from a3c_course.lessons import pretrained
     from a3c_course.lessons.play import play_episodes
     from a3c_course.lessons.video import captioned_frames, show_video, write_video
@@ -38,7 +40,12 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
         f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} games, "
         f"after {minutes:.0f} minutes of training on {card['machine']}"
     )
-    played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one small network on one frame at a time: more threads only wait
+    try:
+        played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)
+    finally:
+        torch.set_num_threads(threads)
     folder = Path(tempfile.mkdtemp(prefix=f"a3c-{game}-"))
     return show_video(write_video(captioned_frames(played), folder / f"{game}.mp4"), width=width)
 
@@ -61,19 +68,14 @@ def plot_goal_curves(games: Sequence[str] | None = None, by: str = "minutes"):
 # -- frames ----------------------------------------------------------------------------------------
 
 
-def show_frame(frame: np.ndarray, rows: tuple[int, int]):
-    """The raw screen with dashed lines at the first and last row the course keeps."""
-    figure, ax = plt.subplots(figsize=(3.2, 4.2))
-    ax.imshow(frame)
-    for row in rows:
-        ax.axhline(row - 0.5, color="white", linestyle="--", linewidth=1)
-    ax.set(title=f"raw frame {frame.shape}", xlabel="column", ylabel="row")
-    plt.close(figure)
-    return figure
-
-
-def plot_images(images: Sequence[np.ndarray], titles: Sequence[str], width: float = 2.4):
-    """Images side by side, grey ones on a fixed scale (0-255 for bytes, 0-1 for floats)."""
+def plot_images(
+    images: Sequence[np.ndarray],
+    titles: Sequence[str],
+    width: float = 2.4,
+    rows: tuple[int, int] | None = None,
+):
+    """Images side by side, grey ones on a fixed scale (0-255 for bytes, 0-1 for floats); `rows`:
+    dashed lines on the first image at the first and last row the course keeps of a raw screen."""
     figure, axes = plt.subplots(1, len(images), figsize=(width * len(images), 3.2), squeeze=False)
     for ax, image, title in zip(axes[0], images, titles, strict=True):
         image = np.squeeze(image)
@@ -81,8 +83,17 @@ def plot_images(images: Sequence[np.ndarray], titles: Sequence[str], width: floa
         ax.imshow(image, cmap=None if image.ndim == 3 else "gray", vmin=0, vmax=white)
         ax.set_title(title, fontsize=9)
         ax.axis("off")
+    for row in rows or ():
+        axes[0, 0].axhline(row - 0.5, color="white", linestyle="--", linewidth=1)
     plt.close(figure)
     return figure
+
+
+def plot_stages(stages: dict[str, np.ndarray], rows: tuple[int, int]):
+    """Section 3's journey: each stage's image, titled with its name and shape, left to right; the
+    first is the raw screen, with dashed lines at the rows kept."""
+    titles = [f"{name} {image.shape}" for name, image in stages.items()]
+    return plot_images(list(stages.values()), titles, rows=rows)
 
 
 # -- resizing: what becomes of the ball --------------------------------------------------------
@@ -185,6 +196,17 @@ def plot_resizing(
 
 
 # -- flicker ---------------------------------------------------------------------------------------
+
+
+def record_screens(env, steps: int, seed: int = 0, fire_every: int = 20) -> list[np.ndarray]:
+    """The screen after reset and after each of `steps` seeded random actions, with FIRE (action 1)
+    every `fire_every` steps so that shots fly: for an env made with frameskip=1, every frame."""
+    screens = [env.reset(seed=seed)[0]]
+    env.action_space.seed(seed)
+    for t in range(steps):
+        action = 1 if t % fire_every == 0 else env.action_space.sample()
+        screens.append(env.step(action)[0])
+    return screens
 
 
 def plot_flicker(
@@ -316,9 +338,9 @@ def scrub(episode, start: int = 40):
 
 
 def compare_resizing(rows: tuple[int, int], steps: int = 300, shown: slice = slice(6, 14)):
-    """Section 3.3's experiment in one call: the scripted player (`follow_the_ball`) plays `steps`
-    steps of Breakout; print how often each resizing loses the ball, and draw the `shown` steps
-    both ways (`plot_resizing`)."""
+    """The optional resizing section's experiment in one call: the scripted player
+    (`follow_the_ball`) plays `steps` steps of Breakout; print how often each resizing loses the
+    ball, and draw the `shown` steps both ways (`plot_resizing`)."""
     from a3c_course.a3c.envs import make_env
     from a3c_course.lessons.video import record_episode
 
