@@ -236,6 +236,24 @@ def gae_resetting_after_storing(rewards, values, next_values, terminated, trunca
     return advantages
 
 
+def gae_without_lambda(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """Right at every end, but carries gamma * A_{t+1} back: lam is left out (as if lam = 1)."""
+    advantages, following = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        if terminated[t] or truncated[t]:
+            following = 0.0
+        bootstrap = 0.0 if terminated[t] else next_values[t]
+        following = rewards[t] + gamma * bootstrap - values[t] + gamma * following
+        advantages[t] = following
+    return advantages
+
+
+def pair_without_lambda(rewards, values, next_values, terminated, truncated, gamma, lam):
+    """3.3 with lam left out of the advantages' carry (the returns are right)."""
+    args = (rewards, values, next_values, terminated, truncated, gamma, lam)
+    return gae_without_lambda(*args), fixed_advantages_and_returns(*args)[1]
+
+
 def returns_bootstrapping_at_game_overs(
     rewards, values, next_values, terminated, truncated, gamma, lam
 ):
@@ -297,6 +315,17 @@ def returns_without_resets(rewards, values, next_values, terminated, truncated, 
             gae_resetting_after_storing,
             "you reset the running sum after storing the advantage of step 2, where an episode "
             "ends: that advantage still carries the next episode's",
+        ),
+        (
+            unit3.check_gae_one_env,
+            gae_without_lambda,
+            "you carry gamma * A_(t+1) back without lam (as if lam = 1): each step back multiplies "
+            "the running sum by gamma * lam",
+        ),
+        (
+            unit3.check_truncation_fix,
+            pair_without_lambda,
+            "you carry gamma * A_(t+1) back without lam",
         ),
         (
             unit3.check_truncation_fix,

@@ -95,6 +95,7 @@ def _explicit_gae_and_returns(
     stop_at_time_limit=True,
     reset_after_storing=False,
     next_from_values=False,
+    lam_left_out=False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A_t = sum_k (gamma lam)^k delta_{t+k} and R_t = sum_k gamma^k r_{t+k} + gamma^n V(end),
     both walking forward from t and stopping after the step that ends the episode or the rollout.
@@ -103,7 +104,8 @@ def _explicit_gae_and_returns(
     (bootstrapping after a game over, not after a time limit, or carrying on across an end; or,
     written backwards, resetting the running sum only after storing the end step's value, which
     cuts each sum one step early: before an end instead of after it; or values[t + 1] taken for the
-    next state's value, which after a reset is the next episode's first state)."""
+    next state's value, which after a reset is the next episode's first state; or lam left out of
+    the carry, gamma * A_(t+1) instead of gamma * lam * A_(t+1))."""
     r, v, nv = (np.asarray(_as_array(x), dtype=float) for x in (rewards, values, next_values))
     term, trunc = (np.asarray(_as_array(x), dtype=bool) for x in (terminated, truncated))
     n = len(r)
@@ -115,7 +117,8 @@ def _explicit_gae_and_returns(
             after = v[u + 1] if next_from_values and u + 1 < n else nv[u]
             bootstrap = after if follows else 0.0  # nothing follows a game over
             delta = r[u] + gamma * bootstrap - v[u]
-            advantages[t] += (gamma * lam) ** (u - t) * delta
+            carry = gamma if lam_left_out else gamma * lam
+            advantages[t] += carry ** (u - t) * delta
             returns[t] += gamma ** (u - t) * r[u]
             ends = (term[u] and stop_at_game_over) or (trunc[u] and stop_at_time_limit)
             if reset_after_storing:  # the backward loop's reset comes one step late
@@ -272,7 +275,8 @@ def check_gae_one_env(func: Callable) -> bool:
 
 # ------------------------------------------------------------------ the likely causes (3.2, 3.3)
 
-# (mistake, the reference's keywords that make it, which flag marks the step where it happens)
+# (mistake, the reference's keywords that make it, which flag marks the step where it happens:
+# None for a mistake that shows at every step)
 MISTAKES = [
     ("carry", dict(stop_at_game_over=False, stop_at_time_limit=False), "either"),
     ("carry", dict(stop_at_time_limit=False), "truncated"),
@@ -281,6 +285,7 @@ MISTAKES = [
     ("no bootstrap at a time limit", dict(bootstrap_at_time_limit=False), "truncated"),
     ("reset after storing", dict(reset_after_storing=True), "either"),
     ("values[t+1]", dict(next_from_values=True), "truncated"),
+    ("lambda left out", dict(lam_left_out=True), None),  # wrong at every step, with or without ends
 ]
 # {t}: the step of the largest gap (the index the verdict shows); {k}: the end it crosses.
 CAUSES = {
@@ -296,6 +301,9 @@ CAUSES = {
     "of step {k}, where an episode ends: that advantage still carries the next episode's, and the "
     "steps before it stop one step short of their episode's end (the largest gap is at step {t}); "
     "reset when you reach an end, before computing A_t there, not after storing it",
+    ("advantage", "lambda left out"): "you carry gamma * A_(t+1) back without lam (as if "
+    "lam = 1): each step back multiplies the running sum by gamma * lam, "
+    "A_t = delta_t + gamma * lam * A_(t+1)",
     ("advantage", "values[t+1]"): "your TD error at step {k} bootstraps from values[{next}], "
     "the value of the next episode's first observation (the game was reset after the time limit "
     "at step {k}); bootstrap from next_values[{k}], the value of the final observation",
@@ -326,6 +334,8 @@ def likely_cause(case: Case, got, quantity: str) -> str | None:
         made = _explicit_gae_and_returns(*case.args, **keywords)[quantity == "return"]
         if close(got, made) is not None:
             continue
+        if flag is None:  # a mistake tied to no episode end
+            return CAUSES[quantity, mistake]
         t = int(np.argmax(np.abs(got - right)))  # the largest gap, as the verdict shows it
         ends = np.flatnonzero(marked[flag][t:])
         if len(ends):
