@@ -24,6 +24,18 @@ def test_scores_are_raw_episode_returns_and_repeat_with_the_seed():
     assert not any(result.capped)
 
 
+def test_sampled_play_repeats_with_the_seed_whatever_the_global_generator():
+    """A card's sampled evaluation (`--sample --seed S`) gives its scores again: the actions come
+    from a generator seeded with S, not from torch's global one."""
+    model = cartpole_model()
+    torch.manual_seed(123)
+    first = evaluate(model, "CartPole-v1", episodes=6, greedy=False, seed=5).scores
+    torch.manual_seed(456)  # another global state
+    assert evaluate(model, "CartPole-v1", episodes=6, greedy=False, seed=5).scores == first
+    other = [evaluate(model, "CartPole-v1", episodes=6, greedy=False, seed=s).scores for s in (6, 7)]
+    assert any(scores != first for scores in other)  # the seed does drive the draws
+
+
 def test_summary_statistics():
     result = Evaluation(scores=[1.0, 3.0], lengths=[10, 20], capped=[False, True])
     assert (result.mean, result.std, result.min, result.max) == (2.0, 1.0, 1.0, 3.0)

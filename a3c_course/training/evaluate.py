@@ -142,7 +142,8 @@ def evaluate(
         checkpoint, a different game is an error.
     greedy: the most probable action (True) or a sample from the policy (False).
     max_steps_per_episode: the cap, in agent steps, after which an episode is cut.
-    seed: episode k is reset with seed + k.
+    seed: episode k is reset with seed + k; sampled actions (greedy False) draw from a generator
+        seeded with it.
     should_stop: checked every 100 steps; when it returns True the evaluation stops early and the
         result holds the finished episodes, with interrupted=True.
     parallel: how many episodes are played at once, with one batched forward pass per step (the
@@ -161,7 +162,9 @@ def evaluate(
         model = model_from_checkpoint(checkpoint, expect_game=game)
     if game is None:
         raise ValueError("evaluate needs game=... when given a model rather than a checkpoint")
-    choose = functools.partial(choose_action, greedy=greedy)
+    # sampled actions come from a generator seeded like the games: the same call, the same scores
+    generator = None if greedy else torch.Generator().manual_seed(seed)
+    choose = functools.partial(choose_action, greedy=greedy, generator=generator)
     slots = min(episodes, parallel)
     fits = frame_options(model.obs_shape)  # the frame size the network was trained on
     envs = [
