@@ -62,7 +62,7 @@ HINTS = {
     "1.3": [
         "Each instance remembers three things between calls: the two running averages and the "
         "number of frames seen, <code>t</code>. Create them on <code>self</code> in "
-        "<code>__init__</code> (not on the class: every process has its own).",
+        "<code>__init__</code> (not on the class, or all instances would share them).",
         "In <code>__call__</code>: add 1 to <code>t</code>; update both averages with "
         "<code>obs.mean()</code> and <code>obs.std()</code>; divide each by "
         "<code>1 - alpha ** t</code>; then return the standardised <code>obs</code>, with "

@@ -33,7 +33,7 @@ def skip_frames(env, action, skip=4):
 
 
 class RunningNormalizer:
-    """A per-process running mean/std normaliser (the appendix's NormalizedEnv)."""
+    """A running mean/std normaliser, one per environment (the appendix's NormalizedEnv)."""
 
     def __init__(self, alpha=0.9999, eps=1e-8):
         ### BEGIN SOLUTION
