@@ -2,6 +2,7 @@
 the reference band draws with and without a learner's run."""
 
 import json
+import re
 import shlex
 
 import pytest
@@ -79,6 +80,23 @@ def test_the_card_records_both_protocols(game):
     assert "--sticky-actions" not in protocol["command"]  # the default is the protocol
     assert deterministic["command"].endswith("--sticky-actions 0")
     assert "sticky actions 0.25" in pretrained.summary(game)
+
+
+@pytest.mark.parametrize("game", SHIPPED)
+def test_the_card_scores_the_agent_on_games_no_decision_used(game):
+    """Beside the card's own 30 games (seeds 0-29, which chose what happened to one run after
+    them), the agent is scored greedy and with sampled actions on games of seeds that no training
+    run, snapshot selection (seeds from 10,000) or card evaluation used; each command replays it."""
+    card = pretrained.card(game)
+    selection = range(10_000, 10_000 + 100)
+    for key, flag in (("evaluation_held_out", ""), ("evaluation_sampled", " --sample")):
+        evaluation = card[key]
+        seed = int(re.search(r"--seed (\d+)", evaluation["command"]).group(1))
+        games = range(seed, seed + evaluation["episodes"])
+        assert evaluation["episodes"] >= 30 and len(evaluation["scores"]) == evaluation["episodes"]
+        assert not set(games) & (set(range(card["evaluation"]["episodes"])) | set(selection))
+        assert evaluation["command"].endswith(flag) and evaluation["sticky_actions"] == STICKY_ACTIONS
+    assert card["evaluation_held_out"]["command"] != card["evaluation_sampled"]["command"]
 
 
 @pytest.mark.parametrize("game", SHIPPED)

@@ -16,6 +16,11 @@ agent: takes the run's best.pt (the evaluated weights with the best mean; checkp
     steps, and both evaluations with the commands that reproduce them.
 rescore: evaluates a shipped agent again, both protocols, the same games, after the evaluation's
     environment changed; the card keeps its training part and records why (`rescored`).
+held-out: scores a shipped agent on games no decision ever used (seeds from HELD_OUT_SEED; the
+    card's own games, seeds 0-29, chose what happened to the Pong run after them), greedy and
+    with sampled actions (its own stochastic policy, as the agent plays while learning: the
+    nearest a finished agent comes to Machado et al.'s statistic), sticky actions 0.25 both; the
+    card records them as `evaluation_held_out` and `evaluation_sampled`.
 reference: copies each run's episode and evaluation records (no loss records: they are most of
     the file and the band does not use them), gzipped, to
     a3c_course/data/reference/<game>/<game>-seed<seed>.jsonl.gz, and records each run's config and
@@ -51,6 +56,7 @@ DATA = Path(a3c_course.__file__).parent / "data"
 
 
 SELECTION_SEED = 10_000  # selection games never reuse the card's seeds (0 .. episodes - 1)
+HELD_OUT_SEED = 1_000_000  # games no training, selection or card evaluation has used
 
 
 def select_snapshot(run: Path, game: str, count: int, episodes: int) -> Path:
@@ -68,15 +74,21 @@ def select_snapshot(run: Path, game: str, count: int, episodes: int) -> Path:
     return max(scored)[1]
 
 
-def evaluation_record(checkpoint, game: str, episodes: int, sticky: float, label: str) -> dict:
-    result = evaluate(checkpoint, game, episodes, seed=0, sticky_actions=sticky)
-    flag = "" if sticky == STICKY_ACTIONS else f" --sticky-actions {sticky:g}"
+def evaluation_record(
+    checkpoint, game: str, episodes: int, sticky: float, label: str, seed: int = 0,
+    greedy: bool = True,
+) -> dict:  # fmt: skip
+    result = evaluate(checkpoint, game, episodes, seed=seed, sticky_actions=sticky, greedy=greedy)
+    flags = "" if sticky == STICKY_ACTIONS else f" --sticky-actions {sticky:g}"
+    flags += (f" --seed {seed}" if seed else "") + ("" if greedy else " --sample")
+    policy = "greedy" if greedy else "sampled actions"
     return {
-        "command": f"a3c-course evaluate --pretrained {game} --episodes {episodes}{flag}",
+        "command": f"a3c-course evaluate --pretrained {game} --episodes {episodes}{flags}",
         "protocol": label,
         "sticky_actions": sticky,
         "episodes": episodes,
-        "policy": "greedy, full games, up to 30 random no-ops (seed k for game k), raw score",
+        "policy": f"{policy}, full games, up to 30 random no-ops (seed {seed} + k for game k), "
+        "raw score",
         "mean": result.mean,
         "std": result.std,
         "min": result.min,
@@ -161,6 +173,26 @@ def rescore_agent(game: str, reason: str) -> None:
           f"(deterministic: {card['evaluation_deterministic']['mean']:+.2f})")  # fmt: skip
 
 
+def score_held_out(game: str, episodes: int) -> None:
+    """Score the shipped agent on games no decision used, greedy and sampled, onto its card."""
+    target = DATA / f"{game}.pt"
+    card_path = target.with_suffix(".json")
+    card = json.loads(card_path.read_text())
+    shipped = load_checkpoint(target, expect_game=game)
+    label = "the course's (sticky actions), games no decision used"
+    card["evaluation_held_out"] = evaluation_record(
+        shipped, game, episodes, STICKY_ACTIONS, label, seed=HELD_OUT_SEED
+    )
+    card["evaluation_sampled"] = evaluation_record(
+        shipped, game, episodes, STICKY_ACTIONS, f"{label}, the policy's sampled actions",
+        seed=2 * HELD_OUT_SEED, greedy=False,
+    )  # fmt: skip
+    card["held_out_measured_with"] = measured_with()
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    print(f"{card_path}: held-out games {card['evaluation_held_out']['mean']:+.2f} greedy, "
+          f"{card['evaluation_sampled']['mean']:+.2f} sampled")  # fmt: skip
+
+
 def ship_reference(runs: list[Path], game: str, commands: list[str], measured_by: str) -> None:
     folder = DATA / "reference" / game
     folder.mkdir(parents=True, exist_ok=True)
@@ -198,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     rescore = commands.add_parser("rescore", help="evaluate a shipped agent again (its card)")
     rescore.add_argument("--game", required=True)
     rescore.add_argument("--reason", required=True, help="what changed in the evaluation")
+    held_out = commands.add_parser("held-out", help="score a shipped agent on unused games")
+    held_out.add_argument("--game", required=True)
+    held_out.add_argument("--episodes", type=int, default=30, help="games per evaluation (30)")
     reference = commands.add_parser("reference", help="ship runs' curves as reference runs")
     reference.add_argument("runs", type=Path, nargs="+")
     reference.add_argument("--game", required=True)
@@ -213,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                    args.select_episodes, args.note)  # fmt: skip
     elif args.what == "rescore":
         rescore_agent(args.game, args.reason)
+    elif args.what == "held-out":
+        score_held_out(args.game, args.episodes)
     else:
         ship_reference(args.runs, args.game, args.commands, args.measured_by)
     return 0
