@@ -12,6 +12,7 @@ os.environ["A3C_COURSE_FAST"] = "1"
 # leave one worker busy while the other idles at the end; every other file keeps its place after them.
 SLOWEST_FIRST = [
     "tests/test_cluster.py",
+    "tests/test_ray_runs.py",
     "tests/test_browser.py",
     "tests/test_editions.py",
     "tests/test_pretrained.py",
