@@ -37,6 +37,8 @@ WITHDRAWN_CLAIMS = {
     "throughput figure is 1.19 times the agent steps per second",
     r"learn about as much per agent step": "the 8-environment comparison used overlapping seeds: "
     "withdrawn until re-run on independent seeds",
+    r"84x84 frames scored about the same": "the 84x84 against 42x42 comparison used overlapping "
+    "seeds: withdrawn until re-run on independent seeds",
 }
 
 
