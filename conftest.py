@@ -5,7 +5,15 @@ Notebook kernels inherit this process's environment, so setting the variable her
 
 import os
 
+import torch
+
 os.environ["A3C_COURSE_FAST"] = "1"
+
+# Two pytest workers share two cores. With torch's default of one intra-op thread per core, each
+# small op of one worker waits on a thread that the other worker's process holds: one Breakout game
+# of the shipped agent took 15 s beside another test instead of 2 s alone. One thread per test
+# process (its children and the notebooks' kernels choose their own).
+torch.set_num_threads(1)
 
 # The files (xdist's --dist loadscope units) that take longest, longest first, as measured by
 # `pytest --junitxml` on two cores (tools/test_durations.py prints them). Sent first, they no longer
