@@ -241,7 +241,9 @@ def test_1_1_inputs_are_copies(capsys):
 # 1.2 skip_frames
 
 
-def skip_frames(env, action, skip=4):
+def step_frames(env, action, skip=4):
+    """The loop every pooling variant below shares: (frames seen, summed reward, the last step's
+    terminated, truncated, info), stopping at an episode's end."""
     total, frames = 0.0, []
     for _ in range(skip):
         frame, reward, terminated, truncated, info = env.step(action)
@@ -249,8 +251,13 @@ def skip_frames(env, action, skip=4):
         total += reward
         if terminated or truncated:
             break
+    return frames, total, terminated, truncated, info
+
+
+def skip_frames(env, action, skip=4):
+    frames, *rest = step_frames(env, action, skip)
     pooled = np.maximum(frames[-2], frames[-1]) if len(frames) > 1 else frames[-1]
-    return pooled, total, terminated, truncated, info
+    return pooled, *rest
 
 
 def skip_frames_no_early_stop(env, action, skip=4):
@@ -269,14 +276,8 @@ def skip_frames_last_frame_only(env, action, skip=4):
 
 
 def skip_frames_max_of_all(env, action, skip=4):
-    total, frames = 0.0, []
-    for _ in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action)
-        frames.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    return np.max(frames, axis=0), total, terminated, truncated, info
+    frames, *rest = step_frames(env, action, skip)
+    return np.max(frames, axis=0), *rest
 
 
 def skip_frames_clips_reward(env, action, skip=4):
@@ -333,14 +334,8 @@ def test_1_2_wrong_answers_are_caught(wrong, message, capsys):
 
 
 def skip_frames_always_pools_two(env, action, skip=4):
-    total, frames = 0.0, []
-    for _ in range(skip):
-        frame, reward, terminated, truncated, info = env.step(action)
-        frames.append(frame)
-        total += reward
-        if terminated or truncated:
-            break
-    return np.maximum(frames[-2], frames[-1]), total, terminated, truncated, info
+    frames, *rest = step_frames(env, action, skip)
+    return np.maximum(frames[-2], frames[-1]), *rest
 
 
 def test_1_2_one_frame_error_names_its_cause(capsys):
