@@ -28,11 +28,10 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
     import tempfile
     from pathlib import Path
 
-    import torch
-
     from a3c_course.lessons import pretrained
     from a3c_course.lessons.play import play_episodes
     from a3c_course.lessons.video import captioned_frames, show_video, write_video
+    from a3c_course.measure.throughput import one_thread
 
     card = pretrained.card(game)  # the agent's record: its training and its scores
     scores, minutes = card["evaluation"], card["training"]["minutes"]
@@ -40,12 +39,8 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
         f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} games, "
         f"after {minutes:.0f} minutes of training on {card['machine']}"
     )
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one small network on one frame at a time: more threads only wait
-    try:
+    with one_thread():  # one small network on one frame at a time: more threads only wait
         played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)
-    finally:
-        torch.set_num_threads(threads)
     folder = Path(tempfile.mkdtemp(prefix=f"a3c-{game}-"))
     return show_video(write_video(captioned_frames(played), folder / f"{game}.mp4"), width=width)
 
