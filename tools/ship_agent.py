@@ -154,14 +154,18 @@ def measured_with() -> dict:
     }
 
 
+def shipped_agent(game: str) -> tuple[Path, dict, object]:
+    """A shipped agent's card (its path and contents) and its weights, loaded as shipped."""
+    target = DATA / f"{game}.pt"
+    card_path = target.with_suffix(".json")
+    return card_path, json.loads(card_path.read_text()), load_checkpoint(target, expect_game=game)
+
+
 def rescore_agent(game: str, reason: str) -> None:
     """Evaluate the shipped agent again (same weights, same games) after the evaluation's
     environment changed, and record why on its card; the training part is kept."""
-    target = DATA / f"{game}.pt"
-    card_path = target.with_suffix(".json")
-    card = json.loads(card_path.read_text())
+    card_path, card, shipped = shipped_agent(game)
     episodes = card["evaluation"]["episodes"]
-    shipped = load_checkpoint(target, expect_game=game)
     before = card["evaluation"]["mean"]
     card["evaluation"], card["evaluation_deterministic"] = card_evaluations(shipped, game, episodes)
     card.update(measured_with())
@@ -175,10 +179,7 @@ def rescore_agent(game: str, reason: str) -> None:
 
 def score_held_out(game: str, episodes: int) -> None:
     """Score the shipped agent on games no decision used, greedy and sampled, onto its card."""
-    target = DATA / f"{game}.pt"
-    card_path = target.with_suffix(".json")
-    card = json.loads(card_path.read_text())
-    shipped = load_checkpoint(target, expect_game=game)
+    card_path, card, shipped = shipped_agent(game)
     label = "the course's (sticky actions), games no decision used"
     card["evaluation_held_out"] = evaluation_record(
         shipped, game, episodes, STICKY_ACTIONS, label, seed=HELD_OUT_SEED

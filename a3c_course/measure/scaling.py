@@ -154,7 +154,7 @@ def measure_server_costs(config: TrainConfig, updates: int = 200, ray_round_trip
     """What a parameter server (training.parameter_server) spends per update on config's network:
     apply_s to apply one gradient, reply_s to copy the weights for the answer (both in this
     process); model_bytes, the size of one gradient or one set of weights. With ray_round_trip
-    (it starts Ray for the measurement): round_trip_s, a whole push through Ray to a server
+    (on the Ray already running, else one started for it; ray_push_costs): round_trip_s, a whole push through Ray to a server
     actor on this machine as the worker waits for it (both sides' serialisation and the
     scheduling included), and server_push_s, the server's share of it: the actor process's own
     CPU time per push (taking the call, deserialising the gradient, applying it, copying and
