@@ -12,6 +12,7 @@ ray = pytest.importorskip("ray")
 
 import test_trainer  # noqa: E402  (tests/ is on sys.path)
 from ray.cluster_utils import Cluster  # noqa: E402
+from test_ray_runs import CARTPOLE  # noqa: E402  the Hogwild backend's test settings, on Ray
 
 from a3c_course.cli.main import main  # noqa: E402
 from a3c_course.training.checkpoint import load_checkpoint  # noqa: E402
@@ -19,8 +20,6 @@ from a3c_course.training.config import TrainConfig  # noqa: E402
 from a3c_course.training.evaluate import evaluate  # noqa: E402
 from a3c_course.training.run_record import WorkerError  # noqa: E402
 from a3c_course.training.trainer import train  # noqa: E402
-
-CARTPOLE = dict(test_trainer.CARTPOLE, backend="ray")  # the Hogwild backend's test settings
 
 # -- on a two-node cluster ---------------------------------------------------------------------
 
