@@ -13,6 +13,9 @@ max-pooling, a life lost ends the training episode, FIRE on reset, 84 x 84 grey,
 (n_steps 5, learning rate 7e-4, gamma 0.99, max_grad_norm 0.5). torch uses --threads threads (the
 course's two workers use one each).
 
+Each run seed draws the model's, the training environments' and the evaluation games' seeds as the
+course's trainer draws its own (`sb3_seeds`, training/seeds.py): two run seeds share none.
+
 Evaluation follows the course's protocol: every --eval-interval-s seconds, the greedy policy
 (deterministic=True) plays --eval-episodes whole games (no life-loss ends, raw scores) that start
 with up to 30 random no-ops, with sticky actions 0.25 (--sticky-actions; training too), cut after --eval-max-episode-steps
@@ -39,6 +42,7 @@ from time_to_score import (
 
 from a3c_course.a3c.envs import STICKY_ACTIONS, is_atari, resolve_env_id
 from a3c_course.lessons.reports import plot_learning_curve, save_figure
+from a3c_course.training.seeds import evaluation_seed, network_seed, worker_seeds
 
 FRAME_SKIP = 4
 # RL Baselines3 Zoo, hyperparams/a2c.yml, "atari" (the optimizer is set in policy_kwargs below).
@@ -169,11 +173,23 @@ def make_callback(args, eval_envs, history: list[dict]):
 
 def sb3_settings(args, seed: int) -> dict:
     return {**ZOO_ATARI, "algo": "A2C", "env_id": sb3_env_id(args.game), "seed": seed,
+            "drawn_seeds": sb3_seeds(seed),
             "optimizer": "RMSpropTFLike(eps=1e-5)", "n_steps": 5, "learning_rate": 7e-4,
             "gamma": 0.99, "max_grad_norm": 0.5, "threads": args.threads,
             "sticky_actions": args.sticky_actions, "vec_env": args.vec_env,
             "consecutive": args.consecutive, "eval_episodes": args.eval_episodes,
             "eval_interval_s": args.eval_interval_s}  # fmt: skip
+
+
+def sb3_seeds(seed: int) -> dict[str, int]:
+    """The run's seeds, drawn as the course's trainer draws its own (training/seeds.py), so that
+    two run seeds share none: SB3 seeds environment i with base + i (run seeds 0 and 1 would share
+    15 of 16) and its model with one number below 2**32 (numpy's limit)."""
+    return {
+        "model": network_seed(seed) % 2**32,
+        "envs": worker_seeds(seed, 0, 1).envs[0],
+        "evaluation": evaluation_seed(seed, 0),
+    }
 
 
 def run_seed(args, seed: int, out: Path) -> dict:
@@ -182,12 +198,13 @@ def run_seed(args, seed: int, out: Path) -> dict:
     from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
     torch.set_num_threads(args.threads)
-    envs = make_envs(args, ZOO_ATARI["n_envs"], seed, evaluation=False)
-    eval_envs = make_envs(args, min(args.eval_episodes, 10), 10_000 + seed, evaluation=True)
+    drawn = sb3_seeds(seed)
+    envs = make_envs(args, ZOO_ATARI["n_envs"], drawn["envs"], evaluation=False)
+    eval_envs = make_envs(args, min(args.eval_episodes, 10), drawn["evaluation"], evaluation=True)
     model = A2C(
         "CnnPolicy", envs, ent_coef=ZOO_ATARI["ent_coef"], vf_coef=ZOO_ATARI["vf_coef"],
         policy_kwargs={"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}},
-        seed=seed, device="cpu", verbose=0,
+        seed=drawn["model"], device="cpu", verbose=0,
     )  # fmt: skip
     history: list[dict] = []
     callback = make_callback(args, eval_envs, history)

@@ -73,3 +73,20 @@ def test_tiny_run_meets_a_low_target_at_its_first_two_evaluations(script, capsys
     assert len(first["scores"]) == 1 and first["mean"] == run["eval_mean"]
     assert first["steps"] == run["steps"] < second["steps"]
     assert "met after" in capsys.readouterr().out
+
+
+def test_two_run_seeds_share_no_sb3_seed(script):
+    """SB3 seeds environment i with base + i: drawn bases keep runs 0-4 apart (offsets did not)."""
+    used = []
+    for seed in range(5):
+        drawn = script.sb3_seeds(seed)
+        assert 0 <= drawn["model"] < 2**32  # numpy's seed range, which SB3's set_random_seed uses
+        used.append(
+            {("model", drawn["model"])}
+            | {("env", drawn["envs"] + i) for i in range(script.ZOO_ATARI["n_envs"])}
+            | {("env", drawn["evaluation"] + i) for i in range(10)}
+        )
+    for i, mine in enumerate(used):
+        for theirs in used[i + 1 :]:
+            assert not mine & theirs
+    assert script.sb3_seeds(3) == script.sb3_seeds(3)  # a seed replays
