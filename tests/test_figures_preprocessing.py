@@ -39,7 +39,7 @@ def test_watch_trained_agent_prints_its_record_and_returns_a_video(capsys):
 def test_goal_curves_draw_one_panel_per_game_with_the_band_and_median():
     figure = figures.plot_goal_curves(["pong"])
     (ax,) = figure.axes
-    assert ax.get_xlabel() == "wall-clock minutes" and "3 runs" in ax.get_title()
+    assert ax.get_xlabel() == "agent steps" and "5 runs" in ax.get_title()
     assert len(ax.collections) == 1 and len(ax.lines) == 1  # the min-max band, the median line
     assert ax.lines[0].get_ydata().min() == pytest.approx(-21, abs=1)  # it starts losing 21-0
 

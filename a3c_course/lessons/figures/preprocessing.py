@@ -45,9 +45,10 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
     return show_video(write_video(captioned_frames(played), folder / f"{game}.mp4"), width=width)
 
 
-def plot_goal_curves(games: Sequence[str] | None = None, by: str = "minutes"):
+def plot_goal_curves(games: Sequence[str] | None = None, by: str = "steps"):
     """One panel per game with shipped reference runs: the band of the course's runs' training
-    scores (min to max, median line) against wall-clock minutes or agent steps."""
+    scores (min to max, median line) against agent steps (or wall-clock minutes, which depend on
+    the machine and on what else it ran)."""
     from a3c_course.lessons.reference import plot_reference, reference_games, reference_runs
 
     games = list(games or reference_games())
