@@ -9,10 +9,13 @@ import torch.multiprocessing as mp
 
 from a3c_course.a3c.model import ActorCritic
 from a3c_course.a3c.optim import SharedAdam
+from a3c_course.training import evaluate as evaluate_module
 from a3c_course.training import seeds, worker_loop
+from a3c_course.training.checkpoint import load_checkpoint
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.evaluate import eval_seed
 from a3c_course.training.hogwild import SharedMemoryLink
+from a3c_course.training.trainer import train
 
 RUN_SEEDS = range(10)
 WORKERS, ENVS, STARTS, ROUNDS, GAMES = 8, 16, 3, 60, 10
@@ -88,3 +91,51 @@ def test_evaluation_rounds_use_the_derived_seeds():
     assert [eval_seed(config, k) for k in range(3)] == [
         seeds.evaluation_seed(5, k) for k in range(3)
     ]
+
+
+def test_the_start_record_counts_each_workers_starts():
+    assert seeds.start_number([], 3) == 0 and seeds.start_number([2, 5], 1) == 5
+    assert seeds.next_starts([], range(2)) == [1, 1]
+    assert seeds.next_starts([1, 1], [1]) == [1, 2]  # worker 1 replaced
+    assert seeds.next_starts([2], range(3)) == [3, 1, 1]  # a resumed run with more workers
+
+
+def test_a_resumed_run_plays_fresh_seeds_in_its_workers_and_its_evaluations(tmp_path, monkeypatch):
+    """Each session of a run (train, then train --resume) plays its own environment and evaluation
+    seeds: the checkpoint keeps the workers' next start numbers and the rounds go on counting."""
+    played = tmp_path / "played.txt"  # forked workers and evaluator append here
+
+    def note(line: str) -> None:
+        with played.open("a") as file:
+            file.write(line + "\n")
+
+    def recording_make_env(game, seed=None, **options):
+        note(f"env {seed}")
+        return real_make_env(game, seed=seed, **options)
+
+    def recording_eval_seed(config, round_index):
+        note(f"round {round_index}")
+        return real_eval_seed(config, round_index)
+
+    real_make_env, real_eval_seed = worker_loop.make_env, evaluate_module.eval_seed
+    monkeypatch.setattr(worker_loop, "make_env", recording_make_env)
+    monkeypatch.setattr(evaluate_module, "eval_seed", recording_eval_seed)
+    config = TrainConfig(
+        game="CartPole-v1", workers=2, envs_per_worker=2, seed=7, eval_interval_s=0.5,
+        eval_episodes=1, eval_mode="live", out_dir=str(tmp_path / "run"),
+    )  # fmt: skip
+    sessions = []
+    for session, resume in enumerate((False, True)):
+        played.write_text("")
+        train(config.replace(max_minutes=0.04, max_steps=None), progress=False, resume=resume)
+        lines = played.read_text().split("\n")
+        sessions.append(({int(x[4:]) for x in lines if x.startswith("env")},
+                         {int(x[6:]) for x in lines if x.startswith("round")}))  # fmt: skip
+        starts = load_checkpoint(tmp_path / "run" / "checkpoint.pt").metadata["worker_starts"]
+        assert starts == [session + 1, session + 1]
+    for session, (envs, rounds) in enumerate(sessions):
+        expected = {s for w in range(2) for s in seeds.worker_seeds(7, w, 2, session).envs}
+        assert envs == expected, f"session {session}'s workers"
+        assert rounds, f"session {session} evaluated nothing"
+    assert not sessions[0][0] & sessions[1][0]
+    assert min(sessions[1][1]) > max(sessions[0][1])  # the second session's rounds are new ones

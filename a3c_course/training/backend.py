@@ -9,7 +9,7 @@ backend is only what differs: how the workers start, reach the parameters, repor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -33,9 +33,16 @@ class Backend(Protocol):
     def steps(self) -> int:
         """The run's agent steps so far, all workers together."""
 
-    def start(self, live_evaluator: bool, best_mean: float | None = None) -> None:
+    @property
+    def worker_starts(self) -> list[int]:
+        """Each worker's next start number (seeds.worker_seeds), kept in the checkpoint so that a
+        resumed run's workers play fresh seeds."""
+
+    def start(
+        self, live_evaluator: bool, best_mean: float | None = None, first_round: int = 0
+    ) -> None:
         """Start the workers and, if live_evaluator, the evaluator (which saves best.pt when its
-        mean beats best_mean)."""
+        mean beats best_mean, and numbers its rounds from first_round)."""
 
     def receive(self, timeout: float) -> Records:
         """Wait up to timeout for records (episodes, losses, evaluations), then take all waiting."""
@@ -64,11 +71,14 @@ def build_shared_model(config: TrainConfig) -> ActorCritic:
     return model.share_memory()
 
 
-def make_backend(config: TrainConfig, model: ActorCritic, optimizer, steps: int) -> Backend:
-    """The backend that config.backend names, holding model and optimizer (steps so far)."""
+def make_backend(
+    config: TrainConfig, model: ActorCritic, optimizer, steps: int, starts: Sequence[int] = ()
+) -> Backend:
+    """The backend that config.backend names, holding model and optimizer (steps so far, and the
+    workers' next start numbers: a resumed run's)."""
     if config.backend == "ray":
         # Ray is an optional extra: imported only when asked for.
         from a3c_course.training.ray_backend import RayBackend
 
-        return RayBackend(config, model, optimizer, steps)
-    return HogwildBackend(config, model, optimizer, steps)
+        return RayBackend(config, model, optimizer, steps, starts)
+    return HogwildBackend(config, model, optimizer, steps, starts)

@@ -222,7 +222,9 @@ def _evaluation(finished: dict[int, tuple[float, int, bool]], interrupted: bool)
     return result
 
 
-def evaluation_loop(config: TrainConfig, link, best_mean: float | None = None) -> None:
+def evaluation_loop(
+    config: TrainConfig, link, best_mean: float | None = None, first_round: int = 0
+) -> None:
     """The evaluator of training (eval_mode "live"): every config.eval_interval_s seconds, pull the
     shared weights through link (worker.ParameterLink), evaluate them and send the record; until
     the run stops. The same loop runs in the Hogwild backend's evaluator process and in the Ray
@@ -234,7 +236,7 @@ def evaluation_loop(config: TrainConfig, link, best_mean: float | None = None) -
     by the time an evaluation ends).
     """
     model = ActorCritic(**link.architecture)
-    round_index = 0
+    round_index = first_round  # a resumed run's rounds go on: each round has its own games' seeds
     while not link.wait(config.eval_interval_s):
         link.pull(model)
         steps, started = link.steps, time.monotonic()

@@ -14,7 +14,7 @@ is the trainer's (trainer.py) and does not depend on how the workers run.
 from __future__ import annotations
 
 import queue as queue_module
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.multiprocessing as mp
@@ -30,6 +30,7 @@ from a3c_course.training.processes import (
     sigint_ignored,
     stop_children,
 )
+from a3c_course.training.seeds import next_starts, start_number
 from a3c_course.training.worker_loop import learning_rate, worker_loop
 
 JOIN_TIMEOUT_S = 10.0  # time the children get to stop on their own before they are terminated
@@ -87,23 +88,25 @@ class SharedMemoryLink:
         self.queue.put(record)
 
 
-def run_worker(worker_id: int, config: TrainConfig, link: SharedMemoryLink) -> None:
-    """The target of a worker process. On any error the traceback goes to the parent through the
-    queue and the process exits with status 1."""
+def run_worker(worker_id: int, config: TrainConfig, link: SharedMemoryLink, start: int) -> None:
+    """The target of a worker process (its start number: seeds.worker_seeds). On any error the
+    traceback goes to the parent through the queue and the process exits with status 1."""
     child_setup()
     link.watch_parent()
     try:
-        worker_loop(worker_id, config, link)
+        worker_loop(worker_id, config, link, start)
     except BaseException:
         report_crash(link.queue, worker_id)
 
 
-def run_evaluator(config: TrainConfig, link: SharedMemoryLink, best_mean: float | None) -> None:
+def run_evaluator(
+    config: TrainConfig, link: SharedMemoryLink, best_mean: float | None, first_round: int
+) -> None:
     """The target of the evaluator process (eval_mode "live"); errors as run_worker's."""
     child_setup()
     link.watch_parent()
     try:
-        evaluation_loop(config, link, best_mean)
+        evaluation_loop(config, link, best_mean, first_round)
     except BaseException:
         report_crash(link.queue, "evaluator")
 
@@ -111,8 +114,16 @@ def run_evaluator(config: TrainConfig, link: SharedMemoryLink, best_mean: float 
 class HogwildBackend:
     """config.workers worker processes on one shared model (and the live evaluator, if asked)."""
 
-    def __init__(self, config: TrainConfig, shared_model: ActorCritic, optimizer, steps: int = 0):
+    def __init__(
+        self,
+        config: TrainConfig,
+        shared_model: ActorCritic,
+        optimizer,
+        steps: int = 0,
+        starts: Sequence[int] = (),
+    ):
         self.config = config
+        self.starts = list(starts)  # each worker's next start number (seeds.worker_seeds)
         self.shared_model = shared_model
         self.optimizer = optimizer
         self.context = mp.get_context(config.start_method)
@@ -123,13 +134,20 @@ class HogwildBackend:
         self.children: list = []
 
     @property
+    def worker_starts(self) -> list[int]:
+        """Each worker's next start number (seeds.worker_seeds), for the checkpoint."""
+        return self.starts
+
+    @property
     def steps(self) -> int:
         """The run's agent steps so far, all workers together."""
         return self.step_counter.value
 
-    def start(self, live_evaluator: bool, best_mean: float | None = None) -> None:
+    def start(
+        self, live_evaluator: bool, best_mean: float | None = None, first_round: int = 0
+    ) -> None:
         """Start the workers and, if live_evaluator, the evaluator (which saves best.pt when its
-        mean beats best_mean)."""
+        mean beats best_mean, and numbers its rounds from first_round)."""
         link = SharedMemoryLink(
             self.config,
             self.shared_model,
@@ -142,7 +160,7 @@ class HogwildBackend:
         pending = [
             self.context.Process(
                 target=run_worker,
-                args=(worker_id, self.config, link),
+                args=(worker_id, self.config, link, start_number(self.starts, worker_id)),
                 name=f"a3c-worker-{worker_id}",
                 daemon=False,
             )
@@ -152,11 +170,12 @@ class HogwildBackend:
             pending.append(
                 self.context.Process(
                     target=run_evaluator,
-                    args=(self.config, link, best_mean),
+                    args=(self.config, link, best_mean, first_round),
                     name="a3c-evaluator",
                     daemon=False,
                 )
             )
+        self.starts = next_starts(self.starts, range(self.config.workers))
         for child in pending:
             child.start()
             self.children.append(child)  # only started children are joined

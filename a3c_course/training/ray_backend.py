@@ -33,7 +33,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from a3c_course.training.config import RAY_MISSING, TrainConfig
 from a3c_course.training.evaluate import evaluation_loop
 from a3c_course.training.parameter_server import ParameterServer, copy_weights, load_weights
 from a3c_course.training.processes import sigint_ignored
+from a3c_course.training.seeds import next_starts, start_number
 from a3c_course.training.worker_loop import worker_loop
 
 try:
@@ -135,15 +136,22 @@ class LoopActor:
     def work(self, worker_id: int, start: int) -> None:
         worker_loop(worker_id, self.config, self.link, start)
 
-    def evaluate(self, best_mean: float | None) -> None:
-        evaluation_loop(self.config, self.link, best_mean)
+    def evaluate(self, best_mean: float | None, first_round: int) -> None:
+        evaluation_loop(self.config, self.link, best_mean, first_round)
 
 
 class RayBackend:
     """config.workers worker actors and one parameter server on a Ray cluster (see the module's
     docstring); the same interface as hogwild.HogwildBackend for trainer._Run."""
 
-    def __init__(self, config: TrainConfig, model: ActorCritic, optimizer, steps: int = 0):
+    def __init__(
+        self,
+        config: TrainConfig,
+        model: ActorCritic,
+        optimizer,
+        steps: int = 0,
+        starts: Sequence[int] = (),
+    ):
         self.config = config
         # The actors' working folder may not be this one: give them an absolute out_dir.
         self.actor_config = config.replace(out_dir=str(Path(config.out_dir).resolve()))
@@ -165,7 +173,8 @@ class RayBackend:
         self.lost: str | None = None  # what happened to the parameter server
         self.stopped = False
         self.restarts = 0
-        self.starts: dict[int, int] = {}  # worker id -> times started: a replacement's fresh seeds
+        self.starts = list(starts)  # each worker's next start number: a replacement's, a
+        # resumed run's fresh seeds (seeds.worker_seeds)
         self.model_steps, self.refreshed_at = steps, time.monotonic()  # of self.model's weights
 
     def _start_server(self, model: ActorCritic, steps: int) -> None:
@@ -184,6 +193,11 @@ class RayBackend:
             )
         )
         self.actors.append(self.server)
+
+    @property
+    def worker_starts(self) -> list[int]:
+        """Each worker's next start number (seeds.worker_seeds), for the checkpoint."""
+        return self.starts
 
     @property
     def steps(self) -> int:
@@ -207,8 +221,8 @@ class RayBackend:
     def start_worker(self, worker_id: int, actor=None) -> None:
         if actor is None:
             actor = self._actor(f"worker-{worker_id}", self.placement(worker_id))
-        start = self.starts.get(worker_id, 0)
-        self.starts[worker_id] = start + 1
+        start = start_number(self.starts, worker_id)
+        self.starts = next_starts(self.starts, [worker_id])
         self.loops[actor.work.remote(worker_id, start)] = (worker_id, actor)
 
     def placement(self, worker_id: int) -> NodeAffinitySchedulingStrategy:
@@ -219,11 +233,13 @@ class RayBackend:
         nodes.sort(key=lambda node: node != self.node_id)
         return NodeAffinitySchedulingStrategy(node_id=nodes[worker_id % len(nodes)], soft=True)
 
-    def start_evaluator(self, best_mean: float | None) -> None:
+    def start_evaluator(self, best_mean: float | None, first_round: int) -> None:
         actor = self._actor("evaluator", self.here)  # on this machine: best.pt lands in out_dir
-        self.loops[actor.evaluate.remote(best_mean)] = ("evaluator", actor)
+        self.loops[actor.evaluate.remote(best_mean, first_round)] = ("evaluator", actor)
 
-    def start(self, live_evaluator: bool, best_mean: float | None = None) -> None:
+    def start(
+        self, live_evaluator: bool, best_mean: float | None = None, first_round: int = 0
+    ) -> None:
         workers = [
             self._actor(f"worker-{i}", self.placement(i)) for i in range(self.config.workers)
         ]
@@ -239,8 +255,9 @@ class RayBackend:
             ) from None
         for worker_id, actor in enumerate(workers):
             self.start_worker(worker_id, actor)
+        self.next_round = first_round  # the evaluator's next round: a replacement goes on from it
         if live_evaluator:
-            self.start_evaluator(best_mean)
+            self.start_evaluator(best_mean, first_round)
         where = "this machine" if nodes == {self.node_id} else f"{len(nodes)} Ray node(s)"
         self.note(
             f"{len(workers)} worker actor(s) on {where}; the parameter server"
@@ -255,6 +272,7 @@ class RayBackend:
             try:
                 posted, self._steps = ray.get(self.server.drain.remote())
                 records += posted
+                self.next_round += sum(record["kind"] == "eval" for record in posted)
             except RayActorError as error:
                 self.lost = (
                     f"the parameter server was lost ({type(error).__name__}); the checkpoint "
@@ -289,9 +307,10 @@ class RayBackend:
                     "seeds"
                 )
                 self.restarts += 1
-                if who == "evaluator":
+                if who == "evaluator":  # past the round the lost one may have been playing
+                    self.next_round += 1
                     self.start_evaluator(
-                        best_eval_mean(Path(self.actor_config.out_dir) / BEST_NAME)
+                        best_eval_mean(Path(self.actor_config.out_dir) / BEST_NAME), self.next_round
                     )
                 else:
                     self.start_worker(who)

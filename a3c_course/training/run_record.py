@@ -127,6 +127,7 @@ class ResumePoint:
     steps: int
     elapsed_s: float
     history: list[dict[str, Any]]
+    worker_starts: list[int]  # each worker's next start number: the new session's fresh seeds
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -166,6 +167,8 @@ def load_resume_point(config: TrainConfig, network: ActorCritic) -> ResumePoint:
         steps,
         float(checkpoint.metadata.get("elapsed_s") or 0.0),
         [r for r in history if r.get("steps", 0) <= steps],  # records after the save are lost
+        # A checkpoint from before the record: its workers had started once (start number 0).
+        checkpoint.metadata.get("worker_starts") or [1] * checkpoint.config.workers,
     )
 
 

@@ -11,11 +11,13 @@ is for (a path such as (WORKER, w, i)) into 62-bit numbers: independent streams 
 or purposes, as numpy's own parallel generators are spawned.
 
 A worker that is replaced (a lost Ray actor) starts again with its start count i + 1, and so with
-fresh seeds: it does not replay its predecessor's games.
+fresh seeds: it does not replay its predecessor's games. A resumed run goes on counting: the
+checkpoint keeps each worker's next start number, so a second session plays new games too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -51,3 +53,15 @@ def worker_seeds(seed: int, worker_id: int, envs: int, start: int = 0) -> Worker
 def evaluation_seed(seed: int, round_index: int) -> int:
     """The first game's seed of evaluation round `round_index` (game j plays this + j)."""
     return _draw(seed, (EVALUATION, round_index), 1)[0]
+
+
+def start_number(starts: Sequence[int], worker_id: int) -> int:
+    """Worker `worker_id`'s next start number in a run's record of them (0: never started)."""
+    return starts[worker_id] if worker_id < len(starts) else 0
+
+
+def next_starts(starts: Sequence[int], started: Iterable[int]) -> list[int]:
+    """The record after the workers in `started` have each started once more."""
+    started = set(started)
+    size = max([len(starts), *(worker_id + 1 for worker_id in started)])
+    return [start_number(starts, w) + (w in started) for w in range(size)]

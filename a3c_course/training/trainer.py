@@ -35,7 +35,8 @@ learning curve or a time to a score counts training alone, with the workers on e
 Resuming (`train(config, resume=True)`) continues the run saved in config.out_dir: the weights from
 checkpoint.pt, the optimizer's state from optimizer.pt (Adam's moments: without them the first
 updates would be too large), the history from metrics.jsonl, and the step count and elapsed time,
-which go on counting from where they were. max_steps counts all the run's steps; max_minutes
+which go on counting from where they were, as do the workers' start numbers and the evaluation
+rounds (seeds.py): a new session plays new games. max_steps counts all the run's steps; max_minutes
 counts this session's wall time.
 
 This module is the parent's bookkeeping, the same whatever backend runs the workers; the run's
@@ -143,7 +144,8 @@ def _train_in_held_folder(config, out_dir, on_metrics, progress, resume) -> Trai
             optimizer.load_state_dict(point.optimizer_state)
             for group in optimizer.param_groups:
                 group["lr"] = config.lr  # the config's rate, not the saved one
-    backend = make_backend(config, shared_model, optimizer, point.steps if point else 0)
+    steps, starts = (point.steps, point.worker_starts) if point else (0, [])
+    backend = make_backend(config, shared_model, optimizer, steps, starts)
     return _Run(backend, out_dir, on_metrics, progress, point).execute()
 
 
@@ -191,6 +193,7 @@ class _Run:
             self.backend.start(
                 live_evaluator=self.config.eval_episodes > 0 and not self.scores_after,
                 best_mean=best_eval_mean(self.best_path),
+                first_round=len(result.evaluations()),  # a resumed run's rounds go on
             )
             self.bar = tqdm(
                 total=self.config.max_steps,
@@ -405,6 +408,7 @@ class _Run:
             self.config,
             steps=self.backend.steps,
             elapsed_s=round(self.elapsed(), 3),
+            worker_starts=self.backend.worker_starts,
             stop_reason=self.result.stop_reason,
             recent_score=self.result.recent_score(),
             eval_mean=None if last is None else last["mean"],
