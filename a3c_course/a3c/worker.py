@@ -79,8 +79,9 @@ class EnvRunner:
     """A worker's environments and where they stand: the current observations (B, *obs_shape),
     the LSTM state (h, c) and the lives left, all carried from one rollout to the next.
 
-    life_loss_terminal: a lost life counts as an episode's end for the returns (no bootstrap across
-    it, the LSTM state starts afresh) while the game itself plays on, so the scores stay whole games.
+    life_loss_terminal: a lost life counts as an episode's end for the returns and the LSTM state (no
+    bootstrap across it, the state starts afresh) while the game itself plays on, so the scores stay
+    whole games.
     A lost ball then costs the value of everything after it at once, not 100s of steps later.
     """
 

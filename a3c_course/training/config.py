@@ -37,7 +37,8 @@ ORIGINAL_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 # The original course's settings and network (32 filters, ELU, LSTM 256) on this course's pipeline;
 # what still differs from its train.py is listed in notebooks/appendix_original_code.ipynb.
 ORIGINAL_COURSE = {**ORIGINAL_WORKER, **ORIGINAL_NETWORK}
-# Breakout, the original course's game: a lost life ends the episode for the returns, and the step
+# Breakout, the original course's game: a lost life ends the episode for the returns and the LSTM
+# state (the game plays on), and the step
 # and activation that learnt in every measured run (benchmarks/README.md, "Breakout: the `breakout`
 # preset to 100, three seeds"; the runs that chose them: benchmarks/exploratory.md).
 BREAKOUT = {
@@ -231,8 +232,9 @@ class TrainConfig:
     # Environments.
     life_loss_terminal: bool = _field(
         False, kind=bool,
-        help="Atari: a lost life ends the episode for the returns (no bootstrap across it) while "
-        "the game plays on; scores stay whole games (the breakout preset turns it on)",
+        help="Atari: a lost life ends the episode for the returns and the LSTM state (no "
+        "bootstrap across it, the state starts afresh) while the game plays on; scores stay whole "
+        "games (the breakout preset turns it on)",
     )
     max_episode_steps: int | None = _field(
         None, kind=int, low=1, none_means="the game's own limit",
