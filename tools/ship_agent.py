@@ -137,10 +137,17 @@ def ship_agent(
     return target
 
 
+# The course's protocol with its game-specific choices (a3c_course/training/evaluate.py).
+PROTOCOL = (
+    "the course's (sticky actions 0.25, full games, raw score; the minimal action set, up to 30 "
+    "no-ops, FIRE at each serve)"
+)
+
+
 def card_evaluations(shipped, game: str, episodes: int) -> tuple[dict, dict]:
     """The card's two evaluations: the course's protocol, then the deterministic game."""
     return (
-        evaluation_record(shipped, game, episodes, STICKY_ACTIONS, "the course's (sticky actions)"),
+        evaluation_record(shipped, game, episodes, STICKY_ACTIONS, PROTOCOL),
         evaluation_record(shipped, game, episodes, 0.0, "deterministic (sticky actions 0)"),
     )
 
@@ -180,7 +187,7 @@ def rescore_agent(game: str, reason: str) -> None:
 def score_held_out(game: str, episodes: int) -> None:
     """Score the shipped agent on games no decision used, greedy and sampled, onto its card."""
     card_path, card, shipped = shipped_agent(game)
-    label = "the course's (sticky actions), games no decision used"
+    label = f"{PROTOCOL}, games no decision used"
     card["evaluation_held_out"] = evaluation_record(
         shipped, game, episodes, STICKY_ACTIONS, label, seed=HELD_OUT_SEED
     )

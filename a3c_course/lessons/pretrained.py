@@ -74,15 +74,22 @@ def card_sticky_actions(card: dict[str, Any]) -> float:
     return float(flag.group(1)) if flag else STICKY_ACTIONS
 
 
+def held_out(card: dict[str, Any]) -> dict[str, Any]:
+    """The card's score on games that no decision used (its `evaluation_held_out`): the one to
+    quote. The card's own `evaluation` chose among snapshots (or, for Pong, when to stop)."""
+    return card.get("evaluation_held_out") or card["evaluation"]
+
+
 def summary(game: str) -> str:
-    """One line for a notebook or a terminal: the score, its evaluation, the training it took."""
+    """One line for a notebook or a terminal: the score on fresh games, the training it took
+    (agent steps first: minutes depend on the machine)."""
     info = card(game)
-    evaluation, training = info["evaluation"], info["training"]
+    evaluation, training = held_out(info), info["training"]
     size = training["config"].get("frame_size", FRAME_SIZE)  # cards before the option: 42
     return (
         f"{game}: mean score {evaluation['mean']:+.1f} (min {evaluation['min']:+.0f}, max "
-        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} evaluation games with sticky "
-        f"actions {card_sticky_actions(info):g}; trained "
-        f"{training['minutes']:.0f} minutes ({training['steps']:,} agent steps) on {info['machine']}"
+        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} games that no decision used, "
+        f"greedy, sticky actions {card_sticky_actions(info):g}; trained {training['steps']:,} "
+        f"agent steps ({training['minutes']:.0f} minutes on {info['machine']})"
         + ("" if size == FRAME_SIZE else f", on {size}x{size} frames")
     )

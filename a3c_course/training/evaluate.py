@@ -25,9 +25,11 @@ episode's end for the returns and the LSTM state.
 - 10 games per evaluation, the greedy policy (the most probable action): greedy is what a trained
   agent is judged by here, and under sticky actions it no longer replays one game; sampling would
   add the policy's own exploration noise to every score;
-- the statistic: the training time (and agent steps) of the first of two consecutive evaluations
-  whose means reach the target, so that one lucky evaluation does not count
-  (benchmarks/time_to_score.py); comparisons are run side by side (benchmarks/compare.py).
+- two statistics, each named where it is quoted: the agent steps (then the training time) of the
+  first of two consecutive evaluations whose means reach the target, so that one lucky evaluation
+  does not count, and beside it Machado et al.'s, the mean of the last 100 training games (sampled
+  actions) at fixed agent-step budgets (benchmarks/time_to_score.py reports both); comparisons
+  are run on independent seeds (benchmarks/compare.py).
 
 Each evaluation episode is reset with its own seed, so its no-op start and its sticky draws differ.
 

@@ -23,7 +23,7 @@ BALL_ROWS, BALL_COLUMNS = slice(93, 189), slice(8, 152)
 
 
 def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int = 3, width=240):
-    """Print the shipped agent's record (mean score, training minutes, machine) and return a video
+    """Print the shipped agent's record (mean score, agent steps, minutes) and return a video
     of it playing `max_steps` steps of `game`, for the notebook to show."""
     import tempfile
     from pathlib import Path
@@ -34,10 +34,11 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
     from a3c_course.measure.throughput import one_thread
 
     card = pretrained.card(game)  # the agent's record: its training and its scores
-    scores, minutes = card["evaluation"], card["training"]["minutes"]
+    scores, training = pretrained.held_out(card), card["training"]
     print(
-        f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} games, "
-        f"after {minutes:.0f} minutes of training on {card['machine']}"
+        f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} fresh games, after "
+        f"{training['steps']:,} agent steps of training ({training['minutes']:.0f} minutes on "
+        f"{card['machine']})"
     )
     with one_thread():  # one small network on one frame at a time: more threads only wait
         played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)

@@ -48,10 +48,10 @@ def comparison_html(who: str, evaluation, game: str, sticky: float) -> str:
     ]
     if game.lower() in pretrained.available():
         card = pretrained.card(game)
-        theirs, card_sticky = card["evaluation"], pretrained.card_sticky_actions(card)
+        theirs, card_sticky = pretrained.held_out(card), pretrained.card_sticky_actions(card)
         lines.append(
             f"The course's shipped agent, from its card: mean {theirs['mean']:+.1f} over "
-            f"{theirs['episodes']} games, sticky actions {card_sticky:g}."
+            f"{theirs['episodes']} games that no decision used, sticky actions {card_sticky:g}."
         )
         if card_sticky != sticky and who != PRETRAINED:
             lines.append(
