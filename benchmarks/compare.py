@@ -14,10 +14,11 @@ after the last: its drift is part of the result. Sticky actions 0.25 and the two
 statistic are the scripts' own defaults (the course's protocol, a3c_course/training/evaluate.py).
 
 Writes <out>/<NAME>/seed-<S>/ (each script's own run folder and summary), <out>/comparison.json
-and <out>/comparison.md: for each setting, each seed's training minutes and agent steps to the
-first of two consecutive evaluations at or above the target ("> budget" where it was not met),
-their median and range, the best evaluation mean, and how many times sooner than the first
-setting its median came (a bound where a median is a bound).
+and <out>/comparison.md: for each setting, each seed's agent steps to the first of two consecutive
+evaluations at or above the target ("> budget" where it was not met), their median and range and
+its ratio to the first setting's (a bound where a median is a bound), then the same in training
+minutes, which hold only for this host and sitting, and the best evaluation means. Agent steps come
+first: they are what a setting learns per step, on any machine.
 """
 
 from __future__ import annotations
@@ -103,8 +104,9 @@ def median_of(runs: list[dict], key: str) -> tuple[float, bool]:
     return middle, False
 
 
-def sooner(base: tuple[float, bool], other: tuple[float, bool]) -> str:
-    """How many times sooner `base` reached the target than `other`, in words."""
+def ratio(base: tuple[float, bool], other: tuple[float, bool]) -> str:
+    """other / base, two medians (agent steps or minutes to the target), in words: how many times
+    as long `other` took; a bound where either median is one."""
     (b, b_bound), (o, o_bound) = base, other
     if b_bound and o_bound:
         return "neither median reached the target"
@@ -115,33 +117,42 @@ def sooner(base: tuple[float, bool], other: tuple[float, bool]) -> str:
     return f"{o / b:.2f}x"
 
 
+def agent_steps(steps: float) -> str:
+    """A count of agent steps for the table: millions (1.23M), or whole below 100,000."""
+    return f"{steps / 1e6:.2f}M" if steps >= 100_000 else f"{steps:,.0f}"
+
+
 def table(args, results: dict[str, list[dict]], speeds: tuple[float, float]) -> str:
     names = list(results)
     protocol = f", sticky actions {STICKY_ACTIONS}" if is_atari(resolve_env_id(args.game)) else ""
-    base = median_of(results[names[0]], "minutes")
+    base_steps = median_of(results[names[0]], "steps")
+    base_minutes = median_of(results[names[0]], "minutes")
     lines = [
         f"Target {args.target_score:g} (first of two consecutive 10-game evaluations), "
         f"{args.game}{protocol}, seeds {','.join(map(str, args.seeds))}.",
         f"Raw emulator speed (2 processes): {speeds[0]:,.0f} agent steps/s before, "
         f"{speeds[1]:,.0f} after ({(speeds[1] / speeds[0] - 1) * 100:+.1f}%).",
         "",
-        "| setting | minutes to target, per seed | median (range) | agent steps, median | best means | "
-        f"sooner than {names[0]}, by median |",
-        "|---|---|---|---|---|---|",
+        "| setting | agent steps to target, per seed | median (range met) | "
+        f"/ {names[0]}'s | training minutes, median (this host) | / {names[0]}'s | best means |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, runs in results.items():
         per_seed = ", ".join(
-            f"{r['minutes']:.1f}" if r["met"] else f"> {r['budget_minutes']:.1f}" for r in runs
+            agent_steps(r["steps"]) if r["met"] else f"> {agent_steps(r['total_steps'])}"
+            for r in runs
         )
-        minutes, bound = median_of(runs, "minutes")
         steps, steps_bound = median_of(runs, "steps")
-        met = [r["minutes"] for r in runs if r["met"]]
-        spread = f" ({min(met):.1f}-{max(met):.1f} of those met)" if met else ""
+        minutes, bound = median_of(runs, "minutes")
+        met = [r["steps"] for r in runs if r["met"]]
+        spread = f" ({agent_steps(min(met))}-{agent_steps(max(met))})" if met else ""
+        first = name == names[0]
         lines.append(
-            f"| {name} | {per_seed} | {'> ' if bound else ''}{minutes:.1f}{spread} | "
-            f"{'> ' if steps_bound else ''}{steps / 1e6:.2f}M | "
-            f"{', '.join(format(r['best'], '+.1f') for r in runs)} | "
-            f"{'-' if name == names[0] else sooner(base, (minutes, bound))} |"
+            f"| {name} | {per_seed} | {'> ' if steps_bound else ''}{agent_steps(steps)}{spread} | "
+            f"{'-' if first else ratio(base_steps, (steps, steps_bound))} | "
+            f"{'> ' if bound else ''}{minutes:.1f} | "
+            f"{'-' if first else ratio(base_minutes, (minutes, bound))} | "
+            f"{', '.join(format(r['best'], '+.1f') for r in runs)} |"
         )
     return "\n".join(lines) + "\n"
 

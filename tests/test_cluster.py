@@ -77,6 +77,8 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on(two_nodes, tmp_path):
     note = next(r for r in result.history if r.get("message", "").startswith("worker 0 was lost"))
     later = [r for r in result.history if r["kind"] == "loss" and r["steps"] > note["steps"]]
     assert {r["worker"] for r in later} == {0, 1}  # the new worker 0 trains
+    starts = load_checkpoint(result.checkpoint).metadata["worker_starts"]
+    assert starts == [2, 1]  # worker 0's replacement started with start number 1: fresh seeds
 
 
 @pytest.mark.slow
