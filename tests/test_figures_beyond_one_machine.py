@@ -43,6 +43,8 @@ def test_the_scaling_plot_bends_where_the_lowest_ceiling_binds():
 
 def test_the_summary_states_the_inputs_and_the_limits():
     summary = figures.scaling_summary(MODEL)
-    assert summary.startswith("server: 2.00 ms to apply a gradient, 1.00 ms to copy the weights, 0.00 ms for Ray's part")
+    assert summary.startswith("measured here (")  # the host, then the measured inputs
+    assert "server: 2.00 ms to apply a gradient, 1.00 ms to copy the weights, 0.00 ms for Ray's part" in summary
+    assert "\nassumed: the links' speeds" in summary
     assert "| one server | 1 Gbit/s | network | 24 | 33,333 |" in summary
     assert "| one server | 10 Gbit/s | compute | 38 | 53,333 |" in summary

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from a3c_course.lessons.figures.drawing import arrow, box
 from a3c_course.measure.scaling import ScalingModel, limits_table
-from a3c_course.measure.throughput import trainer_speed
+from a3c_course.measure.throughput import machine_description, trainer_speed
 from a3c_course.training.config import TrainConfig
 
 SERVER = (
@@ -96,12 +96,16 @@ def plot_staleness(measured: dict[str, dict[int, float]]) -> Figure:
 
 
 def scaling_summary(model: ScalingModel) -> str:
-    """The model's inputs in one line, then where one server saturates (scaling.limits_table)."""
+    """The model's inputs in one line, each labelled measured (on which host) or assumed, then
+    where one server saturates (scaling.limits_table)."""
+    host = machine_description().split(", load average")[0]
     return (
+        f"measured here ({host}): "
         f"server: {model.apply_s * 1e3:.2f} ms to apply a gradient, {model.reply_s * 1e3:.2f} ms "
         f"to copy the weights, {model.ray_s * 1e3:.2f} ms for Ray's part (receiving the gradient, "
         f"sending the answer); {model.model_bytes / 1e6:.2f} MB a gradient; a worker: "
         f"{model.worker_steps_per_s:,.0f} agent steps/s, {model.updates_per_worker:.1f} updates/s"
+        "\nassumed: the links' speeds (full duplex, the server's link the only bottleneck)"
         f"\n\n{limits_table(model)}"
     )
 
