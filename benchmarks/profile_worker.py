@@ -2,18 +2,22 @@
 
     .venv/bin/python benchmarks/profile_worker.py --envs 1,4 --seconds 10
     .venv/bin/python benchmarks/profile_worker.py --envs 16 --layers     # and each layer alone
+    .venv/bin/python benchmarks/profile_worker.py --game breakout --envs 2 --kernels onednn,native --rounds 3
 
 Runs one worker's loop in this process (one thread, as in a worker process) for --seconds per
 setting, and prints for each number of environments per worker a markdown table of the parts'
 shares of the time and milliseconds per agent step. See a3c_course.measure.profiling.profile_worker for how
 each part is timed. With --layers, also a table of the network's parts (each conv layer, the LSTM
 cell, the heads) timed alone on a batch of that many inputs (profiling.network_layer_times).
+With --kernels, each listed choice of convolution kernels in turn ("auto": the workers' own,
+worker_loop.uses_onednn), --rounds times, interleaved, then each choice's median agent steps/s.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import statistics
 import sys
 
 from a3c_course.a3c.envs import make_env
@@ -40,6 +44,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+KERNELS = {"auto": None, "native": False, "onednn": True}  # profile_worker's onednn argument
+
+
+def kernel_choices(text: str) -> list[str]:
+    choices = text.split(",")
+    wrong = [choice for choice in choices if choice not in KERNELS]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"kernels must be among {', '.join(KERNELS)}, got {wrong}")
+    return choices
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", default="pong", help="game (default: pong)")
@@ -60,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--layers", action="store_true",
         help="also time each part of the network alone (a batch of --envs inputs)",
     )  # fmt: skip
+    parser.add_argument(
+        "--kernels", type=kernel_choices, default=["auto"],
+        help="convolution kernels, a list of auto, native, onednn (default: auto, the workers')",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="rounds over the --kernels choices (default: 1)"
+    )
     return parser
 
 
@@ -82,9 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{today}; {args.game}; {args.seconds:g} s per setting")
     print(f"machine: {machine_description()}")
     for envs in args.envs:
-        profile = profile_worker(base.replace(envs_per_worker=envs), args.seconds)
-        print()
-        print(profile.table())
+        speeds: dict[str, list[float]] = {choice: [] for choice in args.kernels}
+        for _ in range(args.rounds):
+            for choice in args.kernels:
+                config = base.replace(envs_per_worker=envs)
+                profile = profile_worker(config, args.seconds, onednn=KERNELS[choice])
+                speeds[choice].append(profile.steps_per_s)
+                print(f"\n{envs} environments, kernels {choice}:\n{profile.table()}")
+        if len(args.kernels) > 1 or args.rounds > 1:
+            print(f"\n{envs} environments, agent steps/s (median of {args.rounds}):", ", ".join(
+                f"{choice} {statistics.median(values):,.0f}" for choice, values in speeds.items()
+            ))  # fmt: skip
         if args.layers:
             print()
             print(layer_table(network_layer_times(model_for(base), envs)))

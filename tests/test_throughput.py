@@ -238,6 +238,20 @@ def test_profile_script_tiny_run():
 
 
 @pytest.mark.slow
+def test_profile_script_compares_kernels_interleaved():
+    done = run_script(
+        "profile_worker.py", "--game", "CartPole-v1", "--envs", "2", "--seconds", "0.2",
+        "--kernels", "native,onednn", "--rounds", "2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    order = [line for line in done.stdout.splitlines() if ", kernels " in line]
+    assert order == ["2 environments, kernels native:", "2 environments, kernels onednn:"] * 2
+    assert "2 environments, agent steps/s (median of 2): native " in done.stdout
+    bad = run_script("profile_worker.py", "--kernels", "cudnn")
+    assert bad.returncode == 2 and "kernels must be among auto, native, onednn" in bad.stderr
+
+
+@pytest.mark.slow
 def test_profile_script_layers():
     done = run_script(
         "profile_worker.py", "--game", "CartPole-v1", "--envs", "2", "--seconds", "0.2", "--layers"

@@ -27,7 +27,13 @@ from a3c_course.a3c.worker import EnvRunner, LocalLink, worker_step
 from a3c_course.measure.throughput import one_thread
 from a3c_course.training.config import TrainConfig
 from a3c_course.training.seeds import network_seed
-from a3c_course.training.worker_loop import env_options, make_worker_envs, step_options
+from a3c_course.training.worker_loop import (
+    conv_kernels,
+    env_options,
+    make_worker_envs,
+    step_options,
+    uses_onednn,
+)
 
 __all__ = [
     "PROFILE_PARTS",
@@ -150,7 +156,11 @@ def _instrument_env(env, clock: _Clock, outer: dict[str, float]) -> None:
 
 
 def profile_worker(
-    config: TrainConfig, seconds: float = 5.0, *, warmup_rollouts: int = 2
+    config: TrainConfig,
+    seconds: float = 5.0,
+    *,
+    warmup_rollouts: int = 2,
+    onednn: bool | None = None,
 ) -> WorkerProfile:
     """Run one worker's loop (sync, rollout, loss, update) in this process, with one thread, for
     `seconds`, and split its time into PROFILE_PARTS.
@@ -159,12 +169,16 @@ def profile_worker(
     passed in for its parts; inside the rollout, the environments are timed by patching their
     step/reset methods and the network's forward passes with forward hooks.
     The first warmup_rollouts rollouts are not counted (first calls allocate memory).
+    onednn: the convolution kernels (True: oneDNN's, False: PyTorch's own); None: the workers'
+    choice for config.envs_per_worker (worker_loop.uses_onednn).
     """
     if not seconds > 0:
         raise ValueError(f"seconds must be positive, got {seconds}")
     config = config.replace(workers=1, eval_episodes=0)
     torch.manual_seed(network_seed(config.seed))
-    with one_thread():
+    if onednn is None:
+        onednn = uses_onednn(config.envs_per_worker)  # the workers' own choice
+    with one_thread(), conv_kernels(onednn):
         probe = make_env(config.game, **env_options(config))
         shared = ActorCritic.for_env(probe, **config.network_options).share_memory()
         probe.close()

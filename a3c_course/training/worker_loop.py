@@ -12,6 +12,8 @@ step budget.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -26,6 +28,28 @@ from a3c_course.training.seeds import worker_seeds
 
 # How often a worker sends its averaged losses to the parent (episodes are sent as they end).
 REPORT_INTERVAL_S = 1.0
+# Up to this many inputs a call (a worker's environments), PyTorch's own convolution kernels beat
+# oneDNN's on the course's small network: one Breakout-preset worker (2 a call) made 1.25 times the
+# agent steps per second with them, a Pong worker at 8 about the same; at 16, oneDNN's took less
+# than half the time (benchmarks/README.md, *Where a worker's time goes*). The same numbers either
+# way, up to float rounding.
+NATIVE_KERNELS_UP_TO = 8
+
+
+def uses_onednn(inputs_per_call: int) -> bool:
+    """Whether oneDNN's convolution kernels are the faster ones for this many inputs a call."""
+    return inputs_per_call > NATIVE_KERNELS_UP_TO
+
+
+@contextmanager
+def conv_kernels(onednn: bool) -> Iterator[None]:
+    """Within: oneDNN's convolution kernels, or PyTorch's own (in this process)."""
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = onednn
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = before
 
 
 def env_options(config: TrainConfig) -> dict[str, Any]:
@@ -108,28 +132,29 @@ def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink, start:
     next_report = time.monotonic() + REPORT_INTERVAL_S
     steps = 0
     try:
-        while not link.stopped():
-            step = worker_step(local_model, runner, link, **options)
-            steps = step.steps
-            for episode in step.episodes:
-                link.send(
-                    {
-                        "kind": "episode",
-                        "worker": worker_id,
-                        "steps": steps,
-                        "score": episode.score,
-                        "length": episode.length,
-                    }
+        with conv_kernels(uses_onednn(config.envs_per_worker)):
+            while not link.stopped():
+                step = worker_step(local_model, runner, link, **options)
+                steps = step.steps
+                for episode in step.episodes:
+                    link.send(
+                        {
+                            "kind": "episode",
+                            "worker": worker_id,
+                            "steps": steps,
+                            "score": episode.score,
+                            "length": episode.length,
+                        }
+                    )
+                losses.add(
+                    {**_floats(step.loss), "grad_norm": step.grad_norm, "staleness": step.staleness}
                 )
-            losses.add(
-                {**_floats(step.loss), "grad_norm": step.grad_norm, "staleness": step.staleness}
-            )
-            if time.monotonic() >= next_report:
+                if time.monotonic() >= next_report:
+                    link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
+                    next_report = time.monotonic() + REPORT_INTERVAL_S
+                if config.max_steps is not None and steps >= config.max_steps:
+                    break
+            if losses.count:
                 link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
-                next_report = time.monotonic() + REPORT_INTERVAL_S
-            if config.max_steps is not None and steps >= config.max_steps:
-                break
-        if losses.count:
-            link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
     finally:
         runner.close()
