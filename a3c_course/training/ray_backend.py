@@ -175,6 +175,7 @@ class RayBackend:
         self.restarts = 0
         self.starts = list(starts)  # each worker's next start number: a replacement's, a
         # resumed run's fresh seeds (seeds.worker_seeds)
+        self.next_round = 0  # the evaluator's next round (start() sets it): a replacement's first
         self.model_steps, self.refreshed_at = steps, time.monotonic()  # of self.model's weights
 
     def _start_server(self, model: ActorCritic, steps: int) -> None:
@@ -255,7 +256,7 @@ class RayBackend:
             ) from None
         for worker_id, actor in enumerate(workers):
             self.start_worker(worker_id, actor)
-        self.next_round = first_round  # the evaluator's next round: a replacement goes on from it
+        self.next_round = first_round
         if live_evaluator:
             self.start_evaluator(best_mean, first_round)
         where = "this machine" if nodes == {self.node_id} else f"{len(nodes)} Ray node(s)"
