@@ -121,13 +121,13 @@ def test_a_resumed_run_plays_fresh_seeds_in_its_workers_and_its_evaluations(tmp_
     monkeypatch.setattr(worker_loop, "make_env", recording_make_env)
     monkeypatch.setattr(evaluate_module, "eval_seed", recording_eval_seed)
     config = TrainConfig(
-        game="CartPole-v1", workers=2, envs_per_worker=2, seed=7, eval_interval_s=0.5,
+        game="CartPole-v1", workers=2, envs_per_worker=2, seed=7, eval_interval_s=0.4,
         eval_episodes=1, eval_mode="live", out_dir=str(tmp_path / "run"),
     )  # fmt: skip
     sessions = []
     for session, resume in enumerate((False, True)):
         played.write_text("")
-        train(config.replace(max_minutes=0.04, max_steps=None), progress=False, resume=resume)
+        train(config.replace(max_minutes=0.025, max_steps=None), progress=False, resume=resume)
         lines = played.read_text().split("\n")
         sessions.append(({int(x[4:]) for x in lines if x.startswith("env")},
                          {int(x[6:]) for x in lines if x.startswith("round")}))  # fmt: skip
