@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -131,30 +131,28 @@ def worker_loop(worker_id: int, config: TrainConfig, link: ParameterLink, start:
     losses = _LossAverage()
     next_report = time.monotonic() + REPORT_INTERVAL_S
     steps = 0
-    try:
-        with conv_kernels(uses_onednn(config.envs_per_worker)):
-            while not link.stopped():
-                step = worker_step(local_model, runner, link, **options)
-                steps = step.steps
-                for episode in step.episodes:
-                    link.send(
-                        {
-                            "kind": "episode",
-                            "worker": worker_id,
-                            "steps": steps,
-                            "score": episode.score,
-                            "length": episode.length,
-                        }
-                    )
-                losses.add(
-                    {**_floats(step.loss), "grad_norm": step.grad_norm, "staleness": step.staleness}
+    # The runner is closed however the loop ends; the kernels are the ones for its batch.
+    with closing(runner), conv_kernels(uses_onednn(config.envs_per_worker)):
+        while not link.stopped():
+            step = worker_step(local_model, runner, link, **options)
+            steps = step.steps
+            for episode in step.episodes:
+                link.send(
+                    {
+                        "kind": "episode",
+                        "worker": worker_id,
+                        "steps": steps,
+                        "score": episode.score,
+                        "length": episode.length,
+                    }
                 )
-                if time.monotonic() >= next_report:
-                    link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
-                    next_report = time.monotonic() + REPORT_INTERVAL_S
-                if config.max_steps is not None and steps >= config.max_steps:
-                    break
-            if losses.count:
+            losses.add(
+                {**_floats(step.loss), "grad_norm": step.grad_norm, "staleness": step.staleness}
+            )
+            if time.monotonic() >= next_report:
                 link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
-    finally:
-        runner.close()
+                next_report = time.monotonic() + REPORT_INTERVAL_S
+            if config.max_steps is not None and steps >= config.max_steps:
+                break
+        if losses.count:
+            link.send({"kind": "loss", "worker": worker_id, "steps": steps, **losses.pop()})
