@@ -37,6 +37,13 @@ def env_counts(text: str) -> list[int]:
     return values
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -80,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="convolution kernels, a list of auto, native, onednn (default: auto, the workers')",
     )  # fmt: skip
     parser.add_argument(
-        "--rounds", type=int, default=1, help="rounds over the --kernels choices (default: 1)"
-    )
+        "--rounds", type=positive_int, default=1,
+        help="rounds over the --kernels choices (default: 1)",
+    )  # fmt: skip
     return parser
 
 
