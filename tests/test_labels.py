@@ -14,16 +14,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_LABELS = {
-    r"the paper's kind": "the course's network is universe-starter-agent's kind (four 3x3 "
+    r"the (A3C )?paper's kind": "the course's network is universe-starter-agent's kind (four 3x3 "
     "stride-2 convolutions on 42x42), not the A3C paper's",
-    r"A2C's (learning )?rate|A2C's in the": "7e-4 is the OpenAI baselines' A2C rate with RMSProp; "
+    r"A2C's (learning )?rate|A2C's in the|(?<!baselines' )\bA2C (learning )?rate": "7e-4 is the OpenAI baselines' A2C rate with RMSProp; "
     "the course uses it with Adam: say so",
-    r"the paper's \"shared RMSProp\"": "SharedRMSprop uses torch's eps 1e-8, the paper used 0.1",
+    r"paper's \"?shared RMSProp\"?(?![^.]{0,160}\beps\b)": "SharedRMSprop uses torch's eps 1e-8, the "
+    "paper used 0.1: say so beside the name",
     r"for the returns(?! and the LSTM)": "a lost life also resets the LSTM state: 'for the returns "
     "and the LSTM state'",
     r"A3C paper's (linear |late )?(learning-rate )?decay": "the shipped agents' decay is the A3C "
     "paper's schedule applied to a run's tail after a constant phase: say 'a linear decay (the A3C "
     "paper's schedule)' and how it was applied",
+    r"decayed (linearly )?(to 0 )?\(the A3C paper's (schedule|decay)\)": "a shipped agent's decay "
+    "came after a constant phase: '(the A3C paper's schedule, applied to the run's tail)'",
     r"the field's protocol": "Machado et al.'s protocol is sticky actions AND the learning agent's "
     "own score with no game-specific knowledge; the course's is its own (evaluate.py lists it)",
 }
@@ -49,6 +52,8 @@ RECORDS = ("benchmarks/README.md", "benchmarks/exploratory.md")  # where the run
 def readable_texts() -> dict[str, str]:
     """What a reader reads, by where it is: documents, notebooks' cells, package sources."""
     texts = {name: (ROOT / name).read_text() for name in ("README.md", *RECORDS)}
+    for path in [*(ROOT / "notebooks").glob("*.md"), *(ROOT / "docs").glob("*.md")]:
+        texts[str(path.relative_to(ROOT))] = path.read_text()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         for index, cell in enumerate(cells):
@@ -56,7 +61,9 @@ def readable_texts() -> dict[str, str]:
                        for o in cell.get("outputs", [])]  # fmt: skip
             shown = "".join(cell["source"]) + "\n" + "".join("".join(text) for text in outputs)
             texts[f"{path.name} cell {index}"] = shown
-    for path in [*(ROOT / "a3c_course").rglob("*.py"), *(ROOT / "a3c_course/data").glob("*.json")]:
+    sources = [*(ROOT / "a3c_course").rglob("*.py"), *(ROOT / "tools").glob("*.py")]
+    sources += [*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "a3c_course/data").glob("*.json")]
+    for path in sources:
         texts[str(path.relative_to(ROOT))] = path.read_text()
     return texts
 
@@ -79,6 +86,24 @@ def test_the_scan_finds_a_wrong_label_where_one_is_written():
     life_loss = r"for the returns(?! and the LSTM)"
     assert re.search(life_loss, "a lost life ends the episode for the returns (no bootstrap)")
     assert not re.search(life_loss, "an episode's end for the returns and the LSTM state")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right"),
+    [
+        ("a conv body of the A3C paper's kind", "a conv body of universe-starter-agent's kind"),
+        ("Adam at the A2C rate", "Adam at 7e-4 (the OpenAI baselines' A2C rate, with RMSProp there)"),
+        ('the paper\'s "shared RMSProp". The rest', 'the paper\'s "shared RMSProp", but eps 1e-8'),
+        ("then decayed linearly (the A3C paper's schedule), resumed",
+         "then decayed linearly (the A3C paper's schedule, applied to the run's tail)"),
+        ("with the A3C paper's decay to 0", "with a linear decay to 0 (the A3C paper's schedule)"),
+    ],
+)  # fmt: skip
+def test_each_pattern_finds_its_wrong_label_and_passes_the_right_one(wrong, right):
+    def flagged(text):
+        return [p for p in WRONG_LABELS if re.search(p, text, re.IGNORECASE)]
+
+    assert flagged(wrong) and not flagged(right)
 
 
 @pytest.mark.parametrize("pattern", list(WITHDRAWN_CLAIMS))

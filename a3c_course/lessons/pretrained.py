@@ -81,8 +81,8 @@ def held_out(card: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary(game: str) -> str:
-    """One line for a notebook or a terminal: the score on fresh games, the training it took
-    (agent steps first: minutes depend on the machine)."""
+    """One line for a notebook or a terminal: the score on fresh games and the agent steps it
+    trained (no minutes: they depend on the machine and its load; the card's note has them)."""
     info = card(game)
     evaluation, training = held_out(info), info["training"]
     size = training["config"].get("frame_size", FRAME_SIZE)  # cards before the option: 42
@@ -90,6 +90,6 @@ def summary(game: str) -> str:
         f"{game}: mean score {evaluation['mean']:+.1f} (min {evaluation['min']:+.0f}, max "
         f"{evaluation['max']:+.0f}) over {evaluation['episodes']} games that no decision used, "
         f"greedy, sticky actions {card_sticky_actions(info):g}; trained {training['steps']:,} "
-        f"agent steps ({training['minutes']:.0f} minutes on {info['machine']})"
+        "agent steps"
         + ("" if size == FRAME_SIZE else f", on {size}x{size} frames")
     )

@@ -5,16 +5,17 @@ and the checkpoints all read it. An invalid value fails at once, with a message 
 the value and what is allowed, instead of deep inside a worker process minutes later.
 
     config = TrainConfig(game="pong", workers=2, max_minutes=10)
-    faster = config.replace(lr=5e-4)          # a validated copy (the config is frozen)
+    smaller_step = config.replace(lr=5e-4)    # a validated copy (the config is frozen)
     TrainConfig.from_dict(config.to_dict())   # plain data, for checkpoints and JSON
 
 The class body is a table: each field's `Setting` holds its help text, type, bounds or choices, and
 command-line flag. Validation and `a3c-course train` (cli/train.py) are loops over that table.
 
 The defaults keep the original course's algorithm (gamma 0.99, lambda 1.0, entropy 0.01, value 0.5,
-gradient-norm clip 40, Adam, 20-step rollouts) and run it faster: 8 environments per worker in one
-batched forward pass, lr 7e-4 and a smaller network (model.COURSE_NETWORK), on 42x42 frames with
-sticky actions 0.25. What they reach, and in how long, is measured in benchmarks/README.md.
+gradient-norm clip 40, Adam, 20-step rollouts) with more agent steps a second: 8 environments per
+worker in one batched forward pass, and a smaller network (model.COURSE_NETWORK); lr 7e-4, on 42x42
+frames with sticky actions 0.25. What they reach by agent steps, over five independently seeded
+runs, is in benchmarks/README.md; no comparison with the original's settings is claimed.
 """
 
 from __future__ import annotations

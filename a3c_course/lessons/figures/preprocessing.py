@@ -23,7 +23,7 @@ BALL_ROWS, BALL_COLUMNS = slice(93, 189), slice(8, 152)
 
 
 def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int = 3, width=240):
-    """Print the shipped agent's record (mean score, agent steps, minutes) and return a video
+    """Print the shipped agent's record (mean score, agent steps) and return a video
     of it playing `max_steps` steps of `game`, for the notebook to show."""
     import tempfile
     from pathlib import Path
@@ -33,13 +33,7 @@ def watch_trained_agent(game: str = "breakout", max_steps: int = 360, seed: int 
     from a3c_course.lessons.video import captioned_frames, show_video, write_video
     from a3c_course.measure.throughput import one_thread
 
-    card = pretrained.card(game)  # the agent's record: its training and its scores
-    scores, training = pretrained.held_out(card), card["training"]
-    print(
-        f"{game}: mean score {scores['mean']:+.1f} over {scores['episodes']} fresh games, after "
-        f"{training['steps']:,} agent steps of training ({training['minutes']:.0f} minutes on "
-        f"{card['machine']})"
-    )
+    print(pretrained.summary(game))  # the agent's record: its score on fresh games, its training
     with one_thread():  # one small network on one frame at a time: more threads only wait
         played = play_episodes(game, pretrained.load(game), seed=seed, max_steps=max_steps)
     folder = Path(tempfile.mkdtemp(prefix=f"a3c-{game}-"))
