@@ -39,9 +39,9 @@ ORIGINAL_WORKER = {"envs_per_worker": 1, "rollout_steps": 20, "lr": 1e-4}
 # what still differs from its train.py is listed in notebooks/appendix_original_code.ipynb.
 ORIGINAL_COURSE = {**ORIGINAL_WORKER, **ORIGINAL_NETWORK}
 # Breakout, the original course's game: a lost life ends the episode for the returns and the LSTM
-# state (the game plays on), and the step
-# and activation that learnt in every measured run (benchmarks/README.md, "Breakout: the `breakout`
-# preset to 100, three seeds"; the runs that chose them: benchmarks/exploratory.md).
+# state (the game plays on), lr 5e-4 and leaky ReLU, chosen by screening runs (benchmarks/exploratory.md);
+# what they reach: benchmarks/README.md, "Breakout: the `breakout` preset's reference runs, five
+# independent seeds".
 BREAKOUT = {
     "game": "breakout",
     "envs_per_worker": 2,
