@@ -2,9 +2,11 @@
 notebooks' text) lands on a heading that exists: a renamed section breaks the test, not the reader's
 click. Anchors are GitHub's: the heading in lower case, punctuation dropped, spaces as hyphens."""
 
+import functools
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,17 +21,19 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def anchors(page: Path) -> set[str]:
+@functools.cache  # a page is read once, however many links point into it
+def anchors(page: Path) -> frozenset[str]:
     """The anchors of a Markdown page's headings (outside code blocks), duplicates numbered."""
-    found: set[str] = set()
+    found: list[str] = []
+    times: Counter[str] = Counter()  # how often each name came before
     fenced = False
     for line in page.read_text().splitlines():
         fenced ^= line.startswith("```")
         if not fenced and re.match(r"#{1,6} ", line):
             name = anchor(line.lstrip("#"))
-            count = sum(1 for a in found if a == name or re.fullmatch(rf"{re.escape(name)}-\d+", a))
-            found.add(name if count == 0 else f"{name}-{count}")
-    return found
+            found.append(f"{name}-{times[name]}" if times[name] else name)
+            times[name] += 1
+    return frozenset(found)
 
 
 def markdown_texts() -> dict[Path, str]:
