@@ -15,21 +15,27 @@ os.environ["A3C_COURSE_FAST"] = "1"
 # process (its children and the notebooks' kernels choose their own).
 torch.set_num_threads(1)
 
-# The files (xdist's --dist loadscope units) that take longest, longest first, as measured by
-# `pytest --junitxml` on two cores (tools/test_durations.py prints them). Sent first, they no longer
-# leave one worker busy while the other idles at the end; every other file keeps its place after them.
+# The files (xdist's --dist loadscope units) that take longest, longest first, as measured on two
+# cores (tools/test_durations.py prints them from `pytest --junitxml`; this order from the sums of
+# `pytest --durations=0` per file, 2026-12-07). Sent first, they no longer leave one worker busy
+# while the other idles at the end; every other file keeps its place after them.
 SLOWEST_FIRST = [
     "tests/test_cluster.py",
-    "tests/test_ray_runs.py",
+    "tests/test_throughput.py",
     "tests/test_browser.py",
-    "tests/test_editions.py",
-    "tests/test_pretrained.py",
-    "tests/test_trainer.py",
-    "notebooks/05_beyond_one_machine.ipynb",
     "notebooks/04_async_training.ipynb",
+    "tests/test_editions.py",
+    "notebooks/05_beyond_one_machine.ipynb",
+    "tests/test_ray_runs.py",
+    "tests/test_trainer.py",
+    "tests/test_run_faults.py",
+    "tests/test_runlock.py",
+    "notebooks/01_env_preprocessing.ipynb",
+    "tests/test_compare.py",
+    "tests/test_cli.py",
+    "tests/test_pretrained.py",
     "tests/test_widgets.py",
     "tests/test_evaluate.py",
-    "tests/test_run_faults.py",
 ]
 
 
