@@ -15,10 +15,9 @@ os.environ["A3C_COURSE_FAST"] = "1"
 # process (its children and the notebooks' kernels choose their own).
 torch.set_num_threads(1)
 
-# The files (xdist's --dist loadscope units) that take longest, longest first, as measured on two
-# cores (tools/test_durations.py prints them from `pytest --junitxml`; this order from the sums of
-# `pytest --durations=0` per file, 2026-12-07). Sent first, they no longer leave one worker busy
-# while the other idles at the end; every other file keeps its place after them.
+# The files (xdist's --dist loadscope units) that take longest, longest first: each file's time on
+# two cores, 2026-12-07 (tools/test_durations.py prints them). Sent first, they no longer leave one
+# worker busy while the other idles at the end; every other file keeps its place after them.
 SLOWEST_FIRST = [
     "tests/test_cluster.py",
     "tests/test_throughput.py",

@@ -28,7 +28,7 @@ from functools import partial
 
 import numpy as np
 
-from a3c_course.a3c.envs import NATIVE_SCREEN, make_env
+from a3c_course.a3c.envs import NATIVE_SCREEN, STICKY_ACTIONS, make_env
 from a3c_course.measure.throughput import machine_description, one_thread
 
 
@@ -64,6 +64,7 @@ def frames_agree(game: str, steps: int) -> tuple[int, int, bool]:
         if terminated or truncated or terminations[0]:
             break
     vector.close()
+    course.close()
     return sum(equal), len(equal), same_outcomes
 
 
@@ -82,12 +83,15 @@ def speed_course(game: str, envs: int, seconds: float) -> float:
             frames.append(obs)
         np.stack(frames)
         steps += envs
-    return steps / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    for env in pipeline:
+        env.close()
+    return steps / elapsed
 
 
 def speed_vector(game: str, envs: int, seconds: float, crop_resize: bool) -> float:
     """Agent steps/s of the vector environment, with or without the course's crop and resize."""
-    vector = vector_env(game, envs, 0.25)
+    vector = vector_env(game, envs, STICKY_ACTIONS)  # make_env's default, as for the course's
     course = make_env(game)  # its outermost wrapper is the course's crop and resize
     vector.reset(seed=0)
     rng = np.random.default_rng(0)
@@ -100,6 +104,7 @@ def speed_vector(game: str, envs: int, seconds: float, crop_resize: bool) -> flo
         steps += envs
     elapsed = time.perf_counter() - start
     vector.close()
+    course.close()
     return steps / elapsed
 
 
