@@ -64,6 +64,33 @@ def test_the_server_applies_each_gradient_on_arrival_and_counts_its_staleness():
         torch.testing.assert_close(p, q.detach())
 
 
+def test_gradients_and_weights_travel_flat_and_arrive_unchanged():
+    """to_wire / from_wire on the Pong network (its convolutions' weights are channels_last, not
+    contiguous in the parameters' own order): every value comes back in its place, and the
+    server actor (called directly, no Ray) takes a flat gradient and answers with flat weights
+    equal to the plain server's."""
+    config = TrainConfig(game="pong")
+    torch.manual_seed(0)
+    model = ActorCritic((1, 42, 42), 6)
+    params = list(model.parameters())
+    assert any(not p.is_contiguous() for p in params)  # channels_last, as in training
+    back = cluster.from_wire(cluster.to_wire(params), params)
+    assert [b.shape for b in back] == [p.shape for p in params]
+    for b, p in zip(back, params, strict=True):
+        torch.testing.assert_close(b, p.detach(), rtol=0, atol=0)
+
+    weights = [p.detach().clone() for p in params]
+    grads = random_grads(model, 1)
+    plain = ParameterServer(config, model.architecture, weights, None, steps=0)
+    actor = cluster.ServerActor(config, model.architecture, weights, None, steps=0)
+    (version, expected, *_), _ = plain.push(grads, 0, 160)
+    (actor_version, flat, *_), staleness = actor.push(cluster.to_wire(grads), 0, 160)
+    assert (actor_version, staleness) == (version, 0) == (1, 0)
+    for got, want in zip(cluster.from_wire(flat, params), expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert not torch.equal(expected[0], weights[0])  # the step moved the weights
+
+
 # -- Ctrl-C: the run starts its own Ray ---------------------------------------------------------
 
 INTERRUPTED_RUN = """

@@ -183,7 +183,7 @@ def ray_push_costs(config: TrainConfig, architecture, weights, grads, updates: i
     they spend idle over as long a stretch). Uses the Ray already running, else starts one."""
     import ray
 
-    from a3c_course.training.ray_backend import ServerActor, start_ray  # Ray: optional
+    from a3c_course.training.ray_backend import ServerActor, start_ray, to_wire  # Ray: optional
 
     class ClockedServer(ServerActor):
         def cpu_seconds(self) -> float:
@@ -196,7 +196,8 @@ def ray_push_costs(config: TrainConfig, architecture, weights, grads, updates: i
     try:
         ray.get(actor.pull.remote())  # the actor is up
         cpu_before = ray.get(actor.cpu_seconds.remote())
-        round_trip_s = seconds_each(lambda: ray.get(actor.push.remote(grads, 0, 0)), updates)
+        grad = to_wire(grads)  # as a worker sends it
+        round_trip_s = seconds_each(lambda: ray.get(actor.push.remote(grad, 0, 0)), updates)
         cpu_pushing = ray.get(actor.cpu_seconds.remote()) - cpu_before
         cpu_before = ray.get(actor.cpu_seconds.remote())
         time.sleep(round_trip_s * updates)

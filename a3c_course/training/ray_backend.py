@@ -33,10 +33,11 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from a3c_course.a3c.model import ActorCritic
@@ -63,12 +64,35 @@ START_TIMEOUT_S = 120.0  # for the worker actors to come up
 MAX_RESTARTS = 10  # lost actors replaced in one run; one more ends it (something is wrong)
 
 
+def to_wire(tensors: Iterable[torch.Tensor]) -> np.ndarray:
+    """The tensors' values in one flat numpy array: how gradients and weights travel between the
+    workers and the server. Ray sends a numpy array's bytes as they are; a list of tensors is
+    pickled tensor by tensor, which made a round trip about twice as long (benchmarks/README.md,
+    *Gradients and weights as one flat array*)."""
+    return torch.cat([t.detach().reshape(-1) for t in tensors]).numpy()
+
+
+def from_wire(flat: np.ndarray, like: Iterable[torch.Tensor]) -> list[torch.Tensor]:
+    """to_wire's array as tensors shaped as like's (a copy: an array Ray delivers is read-only)."""
+    shapes = [t.shape for t in like]
+    values = torch.tensor(flat).split([shape.numel() for shape in shapes])
+    return [value.view(shape) for value, shape in zip(values, shapes, strict=True)]
+
+
 class ServerActor(ParameterServer):
-    """The parameter server as a Ray actor: one intra-op thread, as every process of a run."""
+    """The parameter server as a Ray actor: one intra-op thread, as every process of a run; the
+    gradients it takes and the weights it answers with travel flat (to_wire)."""
 
     def __init__(self, *args, **kwargs):
         torch.set_num_threads(1)
         super().__init__(*args, **kwargs)
+
+    def pull(self) -> tuple:
+        updates, weights, steps, stopping = super().pull()
+        return updates, to_wire(weights), steps, stopping
+
+    def push(self, grad: np.ndarray, pulled_at: int, steps: int) -> tuple:
+        return super().push(from_wire(grad, self.model.parameters()), pulled_at, steps)
 
 
 class ServerLink:
@@ -81,7 +105,7 @@ class ServerLink:
 
     def __init__(self, server, architecture: dict[str, Any]):
         self.server, self.architecture = server, architecture
-        self.weights: list[torch.Tensor] | None = None  # fresh from the last reply, not yet pulled
+        self.weights: np.ndarray | None = None  # fresh from the last reply, not yet pulled
         self.pulled_at, self._steps, self._stopping = 0, 0, False
         self.checked = -float("inf")  # when the stop flag was last heard
 
@@ -108,11 +132,11 @@ class ServerLink:
     def pull(self, model: torch.nn.Module) -> None:
         if self.weights is None:
             self._take(ray.get(self.server.pull.remote()))
-        load_weights(model, self.weights)
+        load_weights(model, from_wire(self.weights, model.parameters()))
         self.weights = None
 
     def push(self, model: torch.nn.Module, steps: int) -> tuple[int, int]:
-        grads = [p.grad for p in model.parameters()]
+        grads = to_wire(p.grad for p in model.parameters())  # one flat array
         reply, staleness = ray.get(self.server.push.remote(grads, self.pulled_at, steps))
         self._take(reply)
         return self._steps, staleness
