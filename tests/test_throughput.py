@@ -211,7 +211,7 @@ def test_throughput_script_tiny_run():
 
 
 @pytest.mark.slow
-def test_throughput_script_compares_networks_side_by_side():
+def test_throughput_script_compares_networks_side_by_side(capsys):
     done = run_script(
         "throughput.py", "--workers", "1,", "--envs", "2,", "--seconds", "1.0", "--repeats", "1",
         "--networks", "default,original,relu/8/16",
@@ -223,8 +223,9 @@ def test_throughput_script_compares_networks_side_by_side():
         "original (elu/32/256)",
         "relu/8/16",
     ]
-    bad = run_script("throughput.py", "--networks", "relu/32")
-    assert bad.returncode == 2 and "ACTIVATION/FILTERS/LSTM" in bad.stderr
+    with pytest.raises(SystemExit) as bad:  # in this process: no second interpreter to start
+        benchmark_scripts.load("throughput").build_parser().parse_args(["--networks", "relu/32"])
+    assert bad.value.code == 2 and "ACTIVATION/FILTERS/LSTM" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -306,7 +307,7 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
 
 
 @pytest.mark.slow
-def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_path):
+def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_path, capsys):
     out = tmp_path / "tts"
     done = run_script(
         "time_to_score.py", "--game", "CartPole-v1", "--workers", "1", "--target-score", "50",
@@ -341,10 +342,11 @@ def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_pat
     live.mkdir()
     (live / "config.json").write_text((out / "seed-0" / "config.json").read_text())
     (live / "metrics.jsonl").write_text("")
-    refused = run_script("time_to_score.py", "--from-runs", str(live), "--rescore")
-    assert refused.returncode == 2 and "has no snapshots to score" in refused.stderr
-    alone = run_script("time_to_score.py", "--rescore")
-    assert alone.returncode == 2 and "--rescore needs --from-runs" in alone.stderr
+    script = benchmark_scripts.load("time_to_score")  # in this process: refusals train nothing
+    assert script.main(["--from-runs", str(live), "--rescore"]) == 2
+    assert "has no snapshots to score" in capsys.readouterr().err
+    assert script.main(["--rescore"]) == 2
+    assert "--rescore needs --from-runs" in capsys.readouterr().err
 
 
 @pytest.mark.slow

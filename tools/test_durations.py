@@ -13,10 +13,13 @@ def file_totals(report: str) -> list[tuple[str, float]]:
     totals: dict[str, float] = defaultdict(float)
     for case in ET.parse(report).iter("testcase"):
         classname = case.get("classname", "")
-        # "tests.test_x" or "tests.test_x.TestClass" for tests; nbval's notebooks keep their path
+        # "tests.test_x" or "tests.test_x.TestClass" for tests, "notebooks.01_x.ipynb" for nbval's
+        # notebooks: back to the paths that conftest.SLOWEST_FIRST names
+        folder, name = classname.split(".")[:2]
         path = case.get("file") or (
-            classname if classname.endswith(".ipynb") else classname.split(".")[0] + "/"
-            + classname.split(".")[1] + ".py"
+            f"{folder}/{classname.split('.', 1)[1]}"
+            if classname.endswith(".ipynb")
+            else f"{folder}/{name}.py"
         )
         totals[path] += float(case.get("time", 0))
     return sorted(totals.items(), key=lambda item: -item[1])
