@@ -7,6 +7,7 @@ with the reason when either is missing.
 Screenshots are saved under tests/artifacts/ (A3C_TEST_ARTIFACTS overrides) and their paths printed.
 """
 
+import json
 import os
 import re
 import secrets
@@ -59,10 +60,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def jupyter_lab(tmp_path):
-    """A JupyterLab server on localhost serving tmp_path/root, with panel.ipynb and a copy of the
-    course's notebooks/; yields (base URL, token, server pid) and shuts it down after."""
+@pytest.fixture(scope="module")
+def jupyter_lab(tmp_path_factory):
+    """A JupyterLab server on localhost serving a folder with panel.ipynb and a copy of the course's
+    notebooks/, one for this file's tests (a start costs seconds); yields (base URL, token, server
+    pid) and shuts it down, its kernels with it, after the last."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     root = tmp_path / "root"
     root.mkdir()
     shutil.copytree(NOTEBOOKS, root / "notebooks")
@@ -125,8 +128,9 @@ def jupyter_lab(tmp_path):
 
 
 def open_notebook(page, url: str) -> None:
-    """Open a notebook in JupyterLab and wait until its kernel is up and idle."""
-    page.goto(url)
+    """Open a notebook in JupyterLab and wait until its kernel is up and idle. `reset`: a fresh
+    workspace, not the one an earlier test left on the shared server (its notebook in front)."""
+    page.goto(f"{url}&reset")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
         " && window.jupyterapp.shell.currentWidget.sessionContext"
@@ -220,10 +224,16 @@ def panel_cells(path: Path) -> list[int]:
     return defining + panels
 
 
-def kernel_children(server_pid: int) -> list[psutil.Process]:
-    """The child processes of the server's kernel (training workers, scoring pools)."""
+def kernel_children(jupyter_lab, notebook: str) -> list[psutil.Process]:
+    """The child processes (training workers, scoring pools) of the kernel that runs notebook (a
+    path under the server's root): other tests' kernels may still be up on the shared server."""
+    base, token, server_pid = jupyter_lab
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as reply:
+        sessions = json.load(reply)
+    ids = [s["kernel"]["id"] for s in sessions if s["path"] == notebook]
+    assert len(ids) == 1, sessions
     kernels = [  # the server's own children: forked workers carry the kernel's command line too
-        p for p in psutil.Process(server_pid).children() if "ipykernel" in " ".join(p.cmdline())
+        p for p in psutil.Process(server_pid).children() if ids[0] in " ".join(p.cmdline())
     ]
     assert len(kernels) == 1, kernels
     return kernels[0].children(recursive=True)
@@ -234,7 +244,7 @@ def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
     """Start the Pong run of notebook 04's core path from its training panel (fast mode: a
     1-minute budget), watch the live curve redraw, Stop it, and find no child process of the kernel
     left; then play the run's checkpoint in the gameplay panel."""
-    base, token, server_pid = jupyter_lab
+    base, token, _ = jupyter_lab
     notebook = "notebooks/04_async_training.ipynb"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as playwright:
@@ -256,14 +266,14 @@ def test_notebook_04s_panels_train_stop_and_play_a_video(jupyter_lab):
                     drawn.add(plot.first.get_attribute("src"))
                 time.sleep(0.25)
             assert len(drawn) >= 3, f"the live curve was drawn {len(drawn)} times in 90 s"
-            assert len(kernel_children(server_pid)) >= 2  # the workers train
+            assert len(kernel_children(jupyter_lab, notebook)) >= 2  # the workers train
             page.screenshot(path=str(ARTIFACTS / "browser_training_panel.png"), full_page=True)
 
             training.locator("button", has_text="Stop").click()
             training.locator(".widget-html", has_text="Stopped (interrupted)").wait_for(
                 timeout=60_000
             )
-            _, alive = psutil.wait_procs(kernel_children(server_pid), timeout=10)
+            _, alive = psutil.wait_procs(kernel_children(jupyter_lab, notebook), timeout=10)
             assert alive == [], f"processes left after Stop: {alive}"
 
             gameplay = page.locator(".widget-vbox", has_text="Watch it play").last
