@@ -27,6 +27,7 @@ import time
 from functools import partial
 
 import numpy as np
+from throughput import positive_float, positive_int  # this folder is on sys.path
 
 from a3c_course.a3c.envs import NATIVE_SCREEN, STICKY_ACTIONS, make_env
 from a3c_course.measure.throughput import machine_description, one_thread
@@ -118,15 +119,16 @@ MEASURES = {
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--game", default="pong", help="game (default: pong)")
-    parser.add_argument("--envs", type=int, default=8, help="environments (default: 8)")
-    parser.add_argument("--seconds", type=float, default=8.0, help="seconds per measurement")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default: 3)")
+    parser.add_argument("--envs", type=positive_int, default=8, help="environments (default: 8)")
+    parser.add_argument("--seconds", type=positive_float, default=8.0, help="seconds per measurement")
     parser.add_argument(
-        "--check-steps", type=int, default=5000, help="agent steps of the frame check at most"
+        "--rounds", type=positive_int, default=3, help="interleaved rounds (default: 3)"
     )
+    parser.add_argument(
+        "--check-steps", type=positive_int, default=5000,
+        help="agent steps of the frame check at most",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.envs < 1 or args.rounds < 1 or not args.seconds > 0 or args.check_steps < 1:
-        parser.error("--envs, --rounds and --check-steps must be at least 1, --seconds positive")
 
     equal, compared, outcomes = frames_agree(args.game, args.check_steps)
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {args.game}")

@@ -15,11 +15,9 @@ def file_totals(report: str) -> list[tuple[str, float]]:
         classname = case.get("classname", "")
         # "tests.test_x" or "tests.test_x.TestClass" for tests, "notebooks.01_x.ipynb" for nbval's
         # notebooks: back to the paths that conftest.SLOWEST_FIRST names
-        folder, name = classname.split(".")[:2]
+        folder, rest = classname.split(".", 1)
         path = case.get("file") or (
-            f"{folder}/{classname.split('.', 1)[1]}"
-            if classname.endswith(".ipynb")
-            else f"{folder}/{name}.py"
+            f"{folder}/{rest}" if rest.endswith(".ipynb") else f"{folder}/{rest.split('.')[0]}.py"
         )
         totals[path] += float(case.get("time", 0))
     return sorted(totals.items(), key=lambda item: -item[1])
