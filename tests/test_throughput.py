@@ -176,13 +176,14 @@ def run_script(name, *args, timeout=120):
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["throughput.py", "time_to_score.py", "profile_worker.py"])
-def test_script_help(name):
-    done = run_script(name, "--help")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("usage:")
-    assert ("--seeds" if name == "time_to_score.py" else "--seconds") in done.stdout
+@pytest.mark.parametrize("name", ["throughput", "time_to_score", "profile_worker"])
+def test_script_help(name, capsys):
+    # In this process (each script also runs as a script in a tiny run below).
+    with pytest.raises(SystemExit) as done:
+        benchmark_scripts.load(name).build_parser().parse_args(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and out.startswith("usage:")
+    assert ("--seeds" if name == "time_to_score" else "--seconds") in out
 
 
 def test_throughput_counts_option():
@@ -291,12 +292,12 @@ def test_time_to_score_script_tiny_run(tmp_path, mode):
     # One run's settings edited afterwards: the summary must say that the runs differ there.
     edited = out / "seed-1" / "config.json"
     edited.write_text(json.dumps({**json.loads(edited.read_text()), "lr": 1e-3}))
-    again = run_script(
-        "time_to_score.py", "--from-runs", str(out / "seed-0"), str(out / "seed-1"),
+    again = benchmark_scripts.load("time_to_score").main([  # in this process: it trains nothing
+        "--from-runs", str(out / "seed-0"), str(out / "seed-1"),
         "--target-score", "5", "--out", str(tmp_path / "read"),
         *(["--consecutive", "1"] * (mode == "live")),  # its live runs stopped at one evaluation
-    )  # fmt: skip
-    assert again.returncode == 0, again.stderr
+    ])  # fmt: skip
+    assert again == 0
     reread = json.loads((tmp_path / "read" / "summary.json").read_text())
     assert reread["seeds"] == [0, 1] and reread["met"] == "2/2"
     assert reread["config"]["workers"] == 1 and "seed" not in reread["config"]
@@ -318,12 +319,14 @@ def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_pat
     trained = read_metrics(out / "seed-0" / "metrics.jsonl")
     scored = [r for r in trained if r["kind"] == "eval"]
 
+    script = benchmark_scripts.load("time_to_score")  # in this process: rescoring trains nothing
+
     def rescored(*options):
-        again = run_script(
-            "time_to_score.py", "--from-runs", str(out / "seed-0"), "--rescore",
+        again = script.main([
+            "--from-runs", str(out / "seed-0"), "--rescore",
             "--target-score", "50", "--out", str(tmp_path / "again"), *options,
-        )  # fmt: skip
-        assert again.returncode == 0, again.stderr
+        ])  # fmt: skip
+        assert again == 0, capsys.readouterr().err
         folder = tmp_path / "again" / "seed-0"
         return json.loads((tmp_path / "again" / "summary.json").read_text()), folder
 
@@ -342,17 +345,17 @@ def test_time_to_score_rescores_snapshots_with_other_evaluation_settings(tmp_pat
     live.mkdir()
     (live / "config.json").write_text((out / "seed-0" / "config.json").read_text())
     (live / "metrics.jsonl").write_text("")
-    script = benchmark_scripts.load("time_to_score")  # in this process: refusals train nothing
+    capsys.readouterr()
     assert script.main(["--from-runs", str(live), "--rescore"]) == 2
     assert "has no snapshots to score" in capsys.readouterr().err
     assert script.main(["--rescore"]) == 2
     assert "--rescore needs --from-runs" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_time_to_score_rejects_a_bad_setting():
-    done = run_script("time_to_score.py", "--game", "CartPole-v1", "--eval-episodes", "0")
-    assert done.returncode == 2 and "eval-episodes" in done.stderr
+def test_time_to_score_rejects_a_bad_setting(capsys):
+    script = benchmark_scripts.load("time_to_score")
+    assert script.main(["--game", "CartPole-v1", "--eval-episodes", "0"]) == 2
+    assert "eval-episodes" in capsys.readouterr().err
 
 
 def test_time_to_score_counts_the_first_of_two_consecutive_evaluations():
