@@ -22,6 +22,7 @@ import sys
 
 from a3c_course.a3c.envs import make_env
 from a3c_course.a3c.model import ActorCritic
+from a3c_course.cli.common import positive_float, positive_int
 from a3c_course.measure.profiling import layer_table, network_layer_times, profile_worker
 from a3c_course.measure.throughput import machine_description
 from a3c_course.training.config import TrainConfig
@@ -35,20 +36,6 @@ def env_counts(text: str) -> list[int]:
     if min(values) < 1:
         raise argparse.ArgumentTypeError(f"counts must be at least 1, got {text!r}")
     return values
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return value
 
 
 KERNELS = {"auto": None, "native": False, "onednn": True}  # profile_worker's onednn argument

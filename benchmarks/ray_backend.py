@@ -27,8 +27,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from throughput import counts, positive_float, positive_int  # this folder is on sys.path
+from throughput import counts  # this folder is on sys.path
 
+from a3c_course.cli.common import positive_float, positive_int
 from a3c_course.measure.scaling import ScalingModel, limits_table, measure_server_costs
 from a3c_course.measure.throughput import (
     machine_description,

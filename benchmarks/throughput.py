@@ -20,6 +20,7 @@ import sys
 
 from a3c_course.a3c.envs import is_atari
 from a3c_course.a3c.model import ACTIVATIONS, ORIGINAL_NETWORK, default_hidden_size
+from a3c_course.cli.common import positive_float, positive_int
 from a3c_course.measure.throughput import (
     machine_description,
     raw_env_speed,
@@ -44,20 +45,6 @@ def counts(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"counts must be at least 1, got {text!r}")
     return list(dict.fromkeys(values))
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
 
 
 def networks(text: str) -> dict[str, dict]:

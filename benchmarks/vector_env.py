@@ -27,9 +27,9 @@ import time
 from functools import partial
 
 import numpy as np
-from throughput import positive_float, positive_int  # this folder is on sys.path
 
 from a3c_course.a3c.envs import NATIVE_SCREEN, STICKY_ACTIONS, make_env
+from a3c_course.cli.common import positive_float, positive_int
 from a3c_course.measure.throughput import machine_description, one_thread
 
 

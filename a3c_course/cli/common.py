@@ -28,6 +28,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value:g}")
+    return value
+
+
 def check_writable(folder: str) -> None:
     """UsageError unless folder exists or can be made, and a file can be written in it."""
     import tempfile
