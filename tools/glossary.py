@@ -36,6 +36,9 @@ ORDINARY: dict[str, list[str]] = {
     "bias": [r"\b(?:every|each|its|a layer's|the layer's) bias(?:es)?\b", r"\bbias(?:es)? vectors?\b"],
     # a function "returns the first observation" (or "returns `obs`"): the verb, then its object
     "return": [r"\breturn(?:s|ed|ing)?(?=\s+(?:the|a|an|its|their|one|two|what|both|each|every|it|them|CODE|MATH)\b)"],
+    # A3C's name spelled out (Unit 1's first cell): a name, whose words the units define later
+    "advantage": [r"\basynchronous advantage actor-critic\b"],
+    "asynchronous": [r"\basynchronous advantage actor-critic\b"],
 }
 
 
