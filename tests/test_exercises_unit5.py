@@ -73,13 +73,14 @@ def test_the_larger_limit_fails_the_scaling_check(capsys):
     assert "likely cause: " in out and "the first ceiling reached binds: take the smaller" in out
 
 
-def feeds(bits_per_byte=8, per_update=True, reply=True):
+def feeds(bits_per_byte=8, per_update=True, reply=True, link_ways=1, whole=False):
     """5.2 written with one known mistake (each argument's default is the right choice)."""
 
     def workers_one_server_feeds(apply_s, reply_s, model_bytes, steps_per_s, steps_per_update, gbit):
         compute = 1 / (apply_s + (reply_s if reply else 0.0))
-        network = gbit * 1e9 / bits_per_byte / model_bytes
-        return min(compute, network) / (steps_per_s / (steps_per_update if per_update else 1))
+        network = gbit * 1e9 / bits_per_byte / (model_bytes * link_ways)
+        workers = min(compute, network) / (steps_per_s / (steps_per_update if per_update else 1))
+        return int(workers) if whole else workers
 
     return workers_one_server_feeds
 
@@ -90,10 +91,18 @@ def feeds(bits_per_byte=8, per_update=True, reply=True):
         (feeds(bits_per_byte=1), "the link's speed is in bits a second: divide"),
         (feeds(per_update=False), "a worker sends one update every steps_per_update agent steps"),
         (feeds(reply=False), "the server spends apply_s + reply_s on each update"),
+        (feeds(link_ways=2), "a link is full duplex"),
+        (feeds(whole=True), "return the number as it comes (23.8 workers, say), not rounded"),
     ],
-    ids=["bits for bytes", "steps for updates", "apply only"],
+    ids=["bits for bytes", "steps for updates", "apply only", "link both ways", "whole workers"],
 )
 def test_the_scaling_check_names_the_likely_cause(wrong, cause, capsys):
     assert feeds()(2e-3, 1e-3, 600_000, 1_400, 160, 1.0) == pytest.approx(23.8095, rel=1e-4)
     assert not unit5.check_workers_one_server_feeds(wrong)
     assert f"likely cause: {cause}" in capsys.readouterr().out
+
+
+def test_a_wrong_number_is_shown_without_an_index(capsys):
+    assert not unit5.check_workers_one_server_feeds(feeds(link_ways=2))
+    out = capsys.readouterr().out
+    assert "got 11.9048, expected 23.8095" in out and "index" not in out

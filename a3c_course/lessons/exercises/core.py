@@ -39,9 +39,9 @@ def close(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> st
     if got_a.shape != exp_a.shape:
         return f"shape {got_a.shape}, expected shape {exp_a.shape}"
     if not np.allclose(got_a.astype(float), exp_a.astype(float), atol=atol, rtol=rtol):
-        worst = (
-            np.unravel_index(np.argmax(np.abs(got_a - exp_a)), exp_a.shape) if exp_a.ndim else ()
-        )
+        if not exp_a.ndim:  # one number: no index to name
+            return f"got {float(got_a):.6g}, expected {float(exp_a):.6g}"
+        worst = np.unravel_index(np.argmax(np.abs(got_a - exp_a)), exp_a.shape)
         return (
             f"values differ; largest gap at index {tuple(int(i) for i in worst)}: "
             f"got {float(got_a[worst]):.6g}, expected {float(exp_a[worst]):.6g}"

@@ -14,6 +14,9 @@ network, and the staleness with the order of events. The cases of 5.2 were worke
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from a3c_course.a3c.model import ActorCritic
@@ -146,6 +149,10 @@ FEEDS_MISTAKES = {
     "copy the weights for the reply): the compute ceiling is 1 / (apply_s + reply_s)",
     "larger ceiling": "the first ceiling reached binds: take the smaller of the compute and the "
     "network ceilings (min), not the larger",
+    "both ways": "a link is full duplex: the gradient coming in and the weights going out do not "
+    "share it, so each update puts model_bytes on it each way, and the network ceiling is the "
+    "link's bytes a second / model_bytes",
+    "rounded": "return the number as it comes (23.8 workers, say), not rounded to whole workers",
 }
 
 
@@ -153,11 +160,14 @@ def _feeds_variants(apply_s, reply_s, model_bytes, steps_per_s, steps_per_update
     """The answer to 5.2, and what each known mistake gives instead."""
     compute, network = 1 / (apply_s + reply_s), gbit_per_s * 1e9 / 8 / model_bytes
     per_worker = steps_per_s / steps_per_update
+    answer = min(compute, network) / per_worker
     return {
         "bits": min(compute, gbit_per_s * 1e9 / model_bytes) / per_worker,
         "per update": min(compute, network) / steps_per_s,
         "apply only": min(1 / apply_s, network) / per_worker,
         "larger ceiling": max(compute, network) / per_worker,
+        "both ways": min(compute, network / 2) / per_worker,
+        "rounded": [math.floor(answer), round(answer), math.ceil(answer)],
     }
 
 
@@ -166,7 +176,7 @@ def _feeds_mistake(case: Case, got) -> str | None:
     when two mistakes give the same number here)."""
     causes = [
         FEEDS_MISTAKES[mistake]
-        for mistake, wrong in _feeds_variants(*case.args).items()
-        if close(got, wrong, rtol=1e-4) is None
+        for mistake, wrongs in _feeds_variants(*case.args).items()
+        if any(close(got, wrong, rtol=1e-4) is None for wrong in np.atleast_1d(wrongs))
     ]
     return "; or ".join(causes) or None
