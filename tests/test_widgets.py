@@ -258,7 +258,7 @@ def test_evaluate_shows_the_shipped_agents_score_and_whether_the_games_match(tmp
     assert panel.evaluate() is True
     text = panel.evaluation.value
     assert f"from its card: mean {pretrained.held_out(card)['mean']:+.1f}" in text
-    assert "games that no decision used" in text  # the held-out score, not the deciding games'
+    assert "held-out games (none used to train or choose it)" in text  # the held-out score, not the deciding games'
     assert "Not the same game" in text and PRETRAINED in text
     panel.checkpoint.value, panel.sticky.value = PRETRAINED, card_sticky_actions(card)
     assert panel.evaluate() is True

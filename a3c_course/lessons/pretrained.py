@@ -88,7 +88,8 @@ def summary(game: str) -> str:
     size = training["config"].get("frame_size", FRAME_SIZE)  # cards before the option: 42
     return (
         f"{game}: mean score {evaluation['mean']:+.1f} (min {evaluation['min']:+.0f}, max "
-        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} games that no decision used, "
+        f"{evaluation['max']:+.0f}) over {evaluation['episodes']} "
+        f"held-out games (none used to train or choose it), "
         f"greedy, sticky actions {card_sticky_actions(info):g}; trained {training['steps']:,} "
         "agent steps"
         + ("" if size == FRAME_SIZE else f", on {size}x{size} frames")

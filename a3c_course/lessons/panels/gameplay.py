@@ -51,7 +51,8 @@ def comparison_html(who: str, evaluation, game: str, sticky: float) -> str:
         theirs, card_sticky = pretrained.held_out(card), pretrained.card_sticky_actions(card)
         lines.append(
             f"The course's shipped agent, from its card: mean {theirs['mean']:+.1f} over "
-            f"{theirs['episodes']} games that no decision used, sticky actions {card_sticky:g}."
+            f"{theirs['episodes']} held-out games (none used to train or choose it), sticky "
+            f"actions {card_sticky:g}."
         )
         if card_sticky != sticky and who != PRETRAINED:
             lines.append(
