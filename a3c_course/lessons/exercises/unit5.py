@@ -157,7 +157,8 @@ FEEDS_MISTAKES = {
 
 
 def _feeds_variants(apply_s, reply_s, model_bytes, steps_per_s, steps_per_update, gbit_per_s):
-    """The answer to 5.2, and what each known mistake gives instead."""
+    """What each known mistake of 5.2 gives instead of the answer (a list where one mistake can
+    give several numbers: rounded down, to the nearest, or up)."""
     compute, network = 1 / (apply_s + reply_s), gbit_per_s * 1e9 / 8 / model_bytes
     per_worker = steps_per_s / steps_per_update
     answer = min(compute, network) / per_worker
