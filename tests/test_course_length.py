@@ -32,6 +32,25 @@ def test_each_cell_holds_one_idea(path):
     assert course_length.oversized_cells(path) == []
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_heading_starts_its_cell(path):
+    """One section's idea per cell: a new heading begins a new markdown cell."""
+    assert course_length.headings_inside(path) == []
+
+
+def test_a_heading_after_text_is_found_and_a_comment_in_a_listing_is_not(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    cells = [
+        new_markdown_cell("## One\n\ntext\n\n## Two\n\nmore"),
+        new_markdown_cell("A listing:\n\n```python\n# a comment, not a heading\nx = 1\n```"),
+    ]
+    path = tmp_path / "unit.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    assert course_length.headings_inside(path) == ["cell 1: ## Two"]
+
+
 def test_the_estimate_counts_what_it_says(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook

@@ -122,6 +122,24 @@ def measure(path: Path) -> tuple[Length, Length]:
     return main, optional
 
 
+def headings_inside(path: Path) -> list[str]:
+    """The markdown cells where a heading follows other text (outside code fences): the end of
+    one section and the start of the next in one cell, named by number and heading."""
+    found = []
+    for number, cell in enumerate(nbformat.read(path, as_version=4).cells, start=1):
+        if cell.cell_type != "markdown":
+            continue
+        fence, text_before = False, False
+        for line in cell.source.splitlines():
+            if line.lstrip().startswith("```"):
+                fence = not fence
+            if not fence and line.startswith("#") and text_before:
+                found.append(f"cell {number}: {line[:60]}")
+                break
+            text_before = text_before or bool(line.strip())
+    return found
+
+
 def oversized_cells(path: Path) -> list[str]:
     """The cells over the one-idea-per-cell limits, named by number and first line."""
     found = []
