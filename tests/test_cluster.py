@@ -1,7 +1,8 @@
 """The Ray backend (training/ray_backend.py) in whole runs on a simulated two-node cluster on this
 machine (ray.cluster_utils.Cluster): CartPole learnt (to a lower bar than the Hogwild backend's
-test) though a worker is killed and replaced on the way, the parameter server lost, checkpoints moving between the backends, and the
-server's share of a push measured. (The server alone and Ctrl-C: test_ray_runs.py.)"""
+test) though a worker is killed and replaced on the way, the parameter server lost, checkpoints
+moving between the backends, and the server's share of a push measured. (The server alone and
+Ctrl-C: test_ray_runs.py.)"""
 
 import time
 

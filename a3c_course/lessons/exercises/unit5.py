@@ -160,11 +160,11 @@ def _feeds_variants(apply_s, reply_s, model_bytes, steps_per_s, steps_per_update
     """What each known mistake of 5.2 gives instead of the answer (a list where one mistake can
     give several numbers: rounded down, to the nearest, or up)."""
     compute, network = 1 / (apply_s + reply_s), gbit_per_s * 1e9 / 8 / model_bytes
-    per_worker = steps_per_s / steps_per_update
-    answer = min(compute, network) / per_worker
+    per_worker, ceiling = steps_per_s / steps_per_update, min(compute, network)
+    answer = ceiling / per_worker
     return {
         "bits": min(compute, gbit_per_s * 1e9 / model_bytes) / per_worker,
-        "per update": min(compute, network) / steps_per_s,
+        "per update": ceiling / steps_per_s,
         "apply only": min(1 / apply_s, network) / per_worker,
         "larger ceiling": max(compute, network) / per_worker,
         "both ways": min(compute, network / 2) / per_worker,
